@@ -1,0 +1,302 @@
+/*
+ * routepool/pool.h - a pool of routees: one OS thread per routee, each with a
+ * lock-free mailbox.
+ *
+ * Ownership of a job's arg: arg belongs to the caller.  When a submit
+ * returns 0 the pool has accepted the job and will do exactly one of two
+ * things with it: run fn(ctx, arg), or hand arg back through the pool's
+ * on_undelivered callback with a reason (dropped, evicted, stopped, shut
+ * down, no routee).  When a submit returns a negative code the job was not
+ * accepted, on_undelivered is not called, and arg is still the caller's.
+ * Nothing disappears silently.
+ *
+ * Every function here is thread-safe unless its comment says otherwise.
+ * A pool must not be destroyed while other threads still call into it, and
+ * routers must be destroyed before the pools they route to.
+ */
+#ifndef ROUTEPOOL_POOL_H
+#define ROUTEPOOL_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "routepool/error.h"
+#include "routepool/strategy.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rp_pool rp_pool;
+typedef struct rp_router rp_router;
+
+/** What a job sees while it runs.  Borrowed; valid only during the call. */
+typedef struct rp_job_ctx rp_job_ctx;
+
+/** A job: runs on one routee thread with the arg given at submit. */
+typedef void (*rp_job_fn)(rp_job_ctx *ctx, void *arg);
+
+/**
+ * Hands back a job that will not run.  Called exactly once per such job,
+ * from whichever thread decided its fate (a submitter for drop-new and
+ * evictions, a routee thread for stops and shutdown).
+ *
+ * @param arg     the job's arg; ownership returns to the caller.
+ * @param reason  RP_EDROPPED, RP_EEVICTED, RP_ESTOPPED, RP_ESHUTDOWN,
+ *                RP_ENOROUTEE, RP_EINVAL (a custom strategy's bad choice)
+ *                or RP_ESEND (a foreign routee refused it).
+ * @param user    the pointer set next to the callback.
+ * Must be thread-safe.  It may submit new jobs, but must not destroy the pool.
+ */
+typedef void (*rp_undelivered_fn)(void *arg, int reason, void *user);
+
+/** Log levels. */
+typedef enum rp_log_level {
+    RP_LOG_DEBUG = 0,
+    RP_LOG_INFO,
+    RP_LOG_WARN,
+    RP_LOG_ERROR
+} rp_log_level;
+
+/**
+ * Receives routepool's log lines (e.g. a warning when a group router has no
+ * routees).  msg is borrowed for the call.  Must be thread-safe.
+ * When no callback is set, warnings and errors go to stderr.
+ */
+typedef void (*rp_log_fn)(int level, const char *msg, void *user);
+
+/** What a bounded mailbox does with a job that does not fit. */
+typedef enum rp_overflow {
+    /** Submit returns RP_EFULL; nothing is enqueued.  Default. */
+    RP_OVERFLOW_REJECT = 0,
+    /** The new job is handed back with RP_EDROPPED; submit returns 0. */
+    RP_OVERFLOW_DROP_NEW,
+    /** The oldest queued job is handed back with RP_EEVICTED and the new
+     *  one enqueued; submit returns 0. */
+    RP_OVERFLOW_DROP_HEAD
+} rp_overflow;
+
+/** How rp_pool_shutdown() treats queued jobs. */
+typedef enum rp_shutdown_mode {
+    /** Run everything queued, then stop. */
+    RP_SHUTDOWN_DRAIN = 0,
+    /** Finish the running jobs; hand queued ones back with RP_ESHUTDOWN. */
+    RP_SHUTDOWN_ABORT
+} rp_shutdown_mode;
+
+/** Largest bounded mailbox capacity. */
+#define RP_MAILBOX_CAPACITY_MAX ((size_t)1 << 30)
+
+/** Longest pool name, in bytes. */
+#define RP_POOL_NAME_MAX 63u
+
+/** Pool options.  Initialise with rp_pool_options_init(), then set fields. */
+typedef struct rp_pool_options {
+    /** Pool name, used in thread names "rp-<name>-<i>" (the kernel keeps
+     *  15 bytes of a thread name) and in log lines.  Copied.  Default
+     *  "pool"; 1..RP_POOL_NAME_MAX bytes. */
+    const char *name;
+    /** Number of routees (threads): 1..RP_ROUTEES_MAX, or 0 for the number
+     *  of online CPUs.  Default 0. */
+    unsigned routees;
+    /** 0: unbounded mailboxes (default).  Otherwise each routee queues at
+     *  most this many jobs, 1..RP_MAILBOX_CAPACITY_MAX. */
+    size_t mailbox_capacity;
+    /** Overflow policy of bounded mailboxes (an rp_overflow).  Default
+     *  RP_OVERFLOW_REJECT.  Ignored when unbounded. */
+    int overflow;
+    /** Pin routee i to online CPU i % online CPUs.  Default false. */
+    bool pin_cpus;
+    /** Strategy of the pool's default router, used by rp_pool_submit().
+     *  Default rp_strategy_round_robin(). */
+    rp_strategy strategy;
+    /** Receives jobs that will not run.  Default NULL: such jobs are
+     *  counted and their arg is not touched (the caller may leak it). */
+    rp_undelivered_fn on_undelivered;
+    void *undelivered_user;
+    /** Log callback and its user pointer.  Default NULL: stderr. */
+    rp_log_fn log;
+    void *log_user;
+} rp_pool_options;
+
+/**
+ * Fill opts with the documented defaults.
+ * @param opts  options to initialise (caller-owned, not NULL).
+ */
+void rp_pool_options_init(rp_pool_options *opts);
+
+/**
+ * Create a pool and start its routee threads.
+ *
+ * @param out   receives the pool; the caller owns it and releases it with
+ *              rp_pool_destroy().  Set to NULL on failure.
+ * @param opts  options (borrowed for the call; NULL means defaults).
+ * @return 0, or
+ *   RP_EINVAL   out is NULL or a field is invalid (rp_errmsg() names it):
+ *               routees > RP_ROUTEES_MAX, capacity too large, unknown
+ *               overflow policy, bad name, bad strategy (weights that do not
+ *               match the routee count, NULL custom function);
+ *   RP_ENOMEM   allocation failed;
+ *   RP_ESYS     a thread could not be started.
+ * Thread-safe.
+ */
+int rp_pool_create(rp_pool **out, const rp_pool_options *opts);
+
+/**
+ * Submit a job through the pool's default router.
+ *
+ * @param pool  the pool.
+ * @param fn    the job function (not NULL).
+ * @param arg   the job's argument; see the ownership note at the top.
+ * @return 0 when accepted (it will run, or be handed back exactly once), or
+ *   RP_EINVAL     pool or fn is NULL, or the default strategy is consistent
+ *                 hashing (use rp_router_tell_key());
+ *   RP_EFULL      bounded mailbox full under RP_OVERFLOW_REJECT;
+ *   RP_ESHUTDOWN  rp_pool_shutdown() was called;
+ *   RP_ENOMEM     no memory for the job record.
+ * Thread-safe; may be called from inside a job.
+ */
+int rp_pool_submit(rp_pool *pool, rp_job_fn fn, void *arg);
+
+/**
+ * The pool's default router (the one rp_pool_submit() uses).
+ * @return a borrowed router, valid until the pool is destroyed; NULL if
+ *         pool is NULL.  Do not pass it to rp_router_destroy().
+ */
+rp_router *rp_pool_router(rp_pool *pool);
+
+/**
+ * Wait until every job accepted so far has run or been handed back.
+ *
+ * @param timeout_ms  how long to wait; -1 waits forever.
+ * @return 0 when the pool was idle, RP_ETIMEDOUT, RP_EINVAL (NULL pool or
+ *         timeout below -1), or RP_EBUSY when called from one of the pool's
+ *         own routee threads (it would wait for itself).
+ * Sleeps (no polling).  Thread-safe.
+ */
+int rp_pool_wait_idle(rp_pool *pool, int timeout_ms);
+
+/**
+ * Stop accepting jobs and stop the routees.  Later submits return
+ * RP_ESHUTDOWN.  With RP_SHUTDOWN_DRAIN every queued job runs first; with
+ * RP_SHUTDOWN_ABORT running jobs finish and queued ones are handed back
+ * with RP_ESHUTDOWN.  Returns once every routee thread has exited.
+ * Calling it again is a no-op returning 0.
+ *
+ * @return 0, RP_EINVAL (NULL pool or unknown mode), or RP_EBUSY when called
+ *         from one of the pool's own routee threads.
+ * Thread-safe.
+ */
+int rp_pool_shutdown(rp_pool *pool, int mode);
+
+/**
+ * Shut the pool down (RP_SHUTDOWN_DRAIN if not done yet), join every
+ * thread and free everything.  Accepts NULL.  Must not be called while
+ * another thread uses the pool, nor from a routee thread (then it does
+ * nothing but log an error).
+ */
+void rp_pool_destroy(rp_pool *pool);
+
+/** Number of routees in the pool; 0 for NULL.  Thread-safe. */
+size_t rp_pool_size(const rp_pool *pool);
+
+/**
+ * Routee i of the pool.
+ * @return a borrowed routee, valid until the pool is destroyed; NULL if
+ *         pool is NULL or i is out of range.
+ */
+rp_routee *rp_pool_routee(rp_pool *pool, size_t i);
+
+/**
+ * Pinned submission straight to one routee: it runs there or is handed
+ * back, never elsewhere.  Works for foreign routees too (their send
+ * callback is called).
+ * @return as rp_pool_submit(), plus RP_ESTOPPED when the routee is stopped
+ *         (not accepted; arg stays the caller's).
+ */
+int rp_routee_tell(rp_routee *r, rp_job_fn fn, void *arg);
+
+/**
+ * Jobs queued on the routee (not counting the one running).
+ * @return the depth (>= 0), RP_EINVAL for NULL, or RP_ENODEPTH for a
+ *         foreign routee whose depth cannot be read.
+ */
+int64_t rp_routee_depth(const rp_routee *r);
+
+/** True while the routee is running a job.  False for NULL and foreign routees. */
+bool rp_routee_busy(const rp_routee *r);
+
+/**
+ * Stop one routee: it finishes its current job and its thread exits.
+ * Routers skip it from the moment this is called; jobs still queued on it
+ * are handed back with RP_ESTOPPED.  Idempotent.  Returns without waiting
+ * for the running job.
+ * @return 0, or RP_EINVAL for NULL.
+ */
+int rp_routee_stop(rp_routee *r);
+
+/** True once rp_routee_stop() was called or the pool shut down. */
+bool rp_routee_stopped(const rp_routee *r);
+
+/** Index of the routee in its pool; -1 for NULL and foreign routees. */
+int rp_routee_index(const rp_routee *r);
+
+/** Per-routee counters.  All are totals since the pool started. */
+typedef struct rp_routee_stats {
+    uint64_t enqueued;    /**< jobs accepted into the mailbox */
+    uint64_t run;         /**< jobs run by this routee */
+    uint64_t rejected;    /**< submits refused with RP_EFULL */
+    uint64_t dropped;     /**< handed back RP_EDROPPED or RP_EEVICTED */
+    uint64_t undelivered; /**< every job handed back from this routee, any reason */
+} rp_routee_stats;
+
+/**
+ * Read a routee's counters (relaxed reads: each counter is exact, the set
+ * is not one atomic snapshot while jobs are moving).
+ * @return 0, or RP_EINVAL for NULL arguments.
+ */
+int rp_routee_stats_get(const rp_routee *r, rp_routee_stats *out);
+
+/**
+ * Sends a job to a foreign routee.  Return 0 when the foreign side accepted
+ * it (it now owns arg and must eventually call fn or dispose of arg), or a
+ * negative code to refuse: the router then hands the job back with
+ * RP_ESEND.  Must be thread-safe.  ctx is NULL when fn is called by
+ * foreign code unless that code supplies its own.
+ */
+typedef int (*rp_foreign_send_fn)(rp_job_fn fn, void *arg, void *user);
+
+/**
+ * Reports a foreign routee's queued depth: >= 0, or negative when it
+ * cannot be read (smallest-mailbox then scores the routee 0).
+ */
+typedef int64_t (*rp_foreign_depth_fn)(void *user);
+
+/**
+ * Create a foreign routee: a routee outside any pool, reached through a
+ * send callback, for group routers.
+ *
+ * @param out    receives the routee; release with rp_routee_foreign_destroy()
+ *               after every router using it is destroyed.
+ * @param send   send callback (not NULL).
+ * @param depth  depth callback, or NULL when the depth cannot be read.
+ * @param user   passed to both callbacks; caller-owned.
+ * @return 0, RP_EINVAL (NULL out or send), RP_ENOMEM.
+ */
+int rp_routee_foreign_create(rp_routee **out, rp_foreign_send_fn send,
+                             rp_foreign_depth_fn depth, void *user);
+
+/** Free a foreign routee.  Accepts NULL; ignores pool routees (logs). */
+void rp_routee_foreign_destroy(rp_routee *r);
+
+/** Index of the routee running the job. */
+int rp_job_routee(const rp_job_ctx *ctx);
+
+/** The pool running the job (borrowed). */
+rp_pool *rp_job_pool(const rp_job_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ROUTEPOOL_POOL_H */

@@ -1,0 +1,123 @@
+/*
+ * routepool/router.h - routers: a strategy applied to a list of routees.
+ *
+ * A pool router routes over its pool's routees; a group router routes over
+ * a list given at creation, which may mix routees of several pools and
+ * foreign routees.  Each router keeps one piece of state, the message index,
+ * which rises by one per routed job (an atomic counter: many submitters may
+ * route concurrently).
+ *
+ * Routers must be destroyed before the pools and foreign routees they route
+ * to.  All functions are thread-safe except rp_router_destroy(), which must
+ * not race with calls on the same router.
+ */
+#ifndef ROUTEPOOL_ROUTER_H
+#define ROUTEPOOL_ROUTER_H
+
+#include "routepool/pool.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Largest router name, in bytes. */
+#define RP_ROUTER_NAME_MAX 63u
+
+/** Router options.  Initialise with rp_router_options_init(). */
+typedef struct rp_router_options {
+    /** Name used in log lines.  Copied.  Default "router". */
+    const char *name;
+    /** The strategy.  Default rp_strategy_round_robin(). */
+    rp_strategy strategy;
+    /** Receives jobs the router discards before any routee takes them (no
+     *  routee chosen, a custom strategy's bad choice, a foreign routee that
+     *  refuses).  Default NULL: a pool router uses its pool's callback; a
+     *  group router only counts them. */
+    rp_undelivered_fn on_undelivered;
+    void *undelivered_user;
+    /** Log callback.  Default NULL: the pool's (pool router) or stderr. */
+    rp_log_fn log;
+    void *log_user;
+} rp_router_options;
+
+/** Fill opts with the documented defaults (opts not NULL). */
+void rp_router_options_init(rp_router_options *opts);
+
+/**
+ * Create a router over every routee of a pool.
+ *
+ * @param out   receives the router (caller-owned; rp_router_destroy()).
+ * @param pool  the pool (borrowed; must outlive the router).
+ * @param opts  options (borrowed for the call; NULL: defaults).
+ * @return 0, RP_EINVAL (NULL out or pool, bad strategy: rp_errmsg() names
+ *         it), RP_ENOMEM.
+ */
+int rp_router_create(rp_router **out, rp_pool *pool,
+                     const rp_router_options *opts);
+
+/**
+ * Create a group router over a list of routees.
+ *
+ * @param out      receives the router (caller-owned).
+ * @param routees  n routees (the array is copied; the routees are borrowed
+ *                 and must outlive the router).  May be NULL when n is 0:
+ *                 an empty group hands every job back with RP_ENOROUTEE
+ *                 and logs a warning.
+ * @param n        0..RP_ROUTEES_MAX.
+ * @param opts     options (NULL: defaults).
+ * @return 0, RP_EINVAL (NULL out, NULL routee in the list, n too large,
+ *         bad strategy), RP_ENOMEM.
+ */
+int rp_router_create_group(rp_router **out, rp_routee *const *routees,
+                           size_t n, const rp_router_options *opts);
+
+/**
+ * Route one unkeyed job.  Stealable unless the strategy pins it.
+ * @return 0 when accepted (it runs, or is handed back exactly once:
+ *         RP_ENOROUTEE when the strategy chose no routee, RP_ESTOPPED when
+ *         every routee is stopped, RP_EINVAL for a custom strategy's bad
+ *         choice, plus the mailbox reasons), or
+ *   RP_EINVAL     NULL router or fn; consistent-hash router (needs a key);
+ *   RP_EFULL      the chosen bounded mailbox rejected it;
+ *   RP_ESHUTDOWN  the chosen routee's pool is shut down;
+ *   RP_ENOMEM.
+ * With a fan-out strategy (broadcast or custom), the job is accepted when
+ * at least one copy is; copies that cannot be delivered are handed back.
+ */
+int rp_router_tell(rp_router *router, rp_job_fn fn, void *arg);
+
+/**
+ * Route one keyed job.  Keyed jobs are pinned: jobs with one key from one
+ * submitter run in submission order on one routee, never concurrently.
+ * @param key      the key bytes (borrowed for the call; not NULL).
+ * @param key_len  length of the key, >= 1.
+ * @return as rp_router_tell().
+ */
+int rp_router_tell_key(rp_router *router, const void *key, size_t key_len,
+                       rp_job_fn fn, void *arg);
+
+/**
+ * Send one job to every live routee, whatever the router's strategy (the
+ * seeds' Broadcast wrapper).  Each copy is pinned and shares arg; a copy
+ * that cannot be delivered is handed back on its own, so arg may come back
+ * several times.
+ * @return 0 when at least one copy was accepted; RP_ENOROUTEE (nothing
+ *         accepted, arg still the caller's) when no routee is live; RP_EINVAL
+ *         for NULL arguments.
+ */
+int rp_router_broadcast(rp_router *router, rp_job_fn fn, void *arg);
+
+/** Number of routees in the router; 0 for NULL. */
+size_t rp_router_size(const rp_router *router);
+
+/** Jobs this router discarded before any routee took them (no routee,
+ *  bad custom choice, foreign send refused). */
+uint64_t rp_router_undelivered(const rp_router *router);
+
+/** Free a router.  Accepts NULL.  Ignores a pool's default router. */
+void rp_router_destroy(rp_router *router);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ROUTEPOOL_ROUTER_H */

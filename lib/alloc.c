@@ -1,0 +1,172 @@
+/*
+ * alloc.c - a private jemalloc arena per pool, and type-stable freelists.
+ *
+ * Steady state allocates nothing: job records and lane nodes cycle through
+ * freelists.  A freelist grows by one slab (per_slab records, one
+ * allocation) when it runs dry and keeps its high-water mark until the pool
+ * is destroyed; see alloc.h for why records never return to the allocator
+ * early.
+ */
+#include <jemalloc/jemalloc.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "internal.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define USE_LIBC 1
+#else
+#define USE_LIBC 0
+#endif
+
+int rp__arena_create(rp__arena *a)
+{
+    size_t sz = sizeof a->index;
+
+    a->private_arena = false;
+    a->index = 0;
+    if (!USE_LIBC && mallctl("arenas.create", &a->index, &sz, NULL, 0) == 0)
+        a->private_arena = true;
+    return 0;
+}
+
+void rp__arena_destroy(rp__arena *a)
+{
+    char name[64];
+
+    if (!a->private_arena)
+        return;
+    snprintf(name, sizeof name, "arena.%u.destroy", a->index);
+    (void)mallctl(name, NULL, NULL, NULL, 0);
+    a->private_arena = false;
+}
+
+void *rp__arena_alloc(const rp__arena *a, size_t size, size_t align)
+{
+    void *p;
+
+    if (a->private_arena)
+        return mallocx(size, MALLOCX_ARENA(a->index) | MALLOCX_TCACHE_NONE |
+                                 MALLOCX_ALIGN(align) | MALLOCX_ZERO);
+    size = (size + align - 1) / align * align;
+    p = aligned_alloc(align, size);
+    if (p)
+        memset(p, 0, size);
+    return p;
+}
+
+void rp__arena_free(const rp__arena *a, void *p, size_t size, size_t align)
+{
+    if (!p)
+        return;
+    if (a->private_arena)
+        sdallocx(p, size, MALLOCX_TCACHE_NONE | MALLOCX_ALIGN(align));
+    else
+        free(p);
+}
+
+size_t rp__arena_allocated(const rp__arena *a)
+{
+    char name[96];
+    uint64_t epoch = 1;
+    size_t small = 0, large = 0, sz = sizeof(size_t);
+
+    if (!a->private_arena)
+        return 0;
+    sz = sizeof epoch;
+    (void)mallctl("epoch", NULL, NULL, &epoch, sz);
+    sz = sizeof(size_t);
+    snprintf(name, sizeof name, "stats.arenas.%u.small.allocated", a->index);
+    if (mallctl(name, &small, &sz, NULL, 0) != 0)
+        small = 0;
+    snprintf(name, sizeof name, "stats.arenas.%u.large.allocated", a->index);
+    if (mallctl(name, &large, &sz, NULL, 0) != 0)
+        large = 0;
+    return small + large;
+}
+
+/* A slab starts with this header, padded to the record alignment. */
+typedef struct slab {
+    ck_stack_entry_t link;
+    size_t bytes;
+} slab;
+
+static size_t slab_header(const rp__freelist *fl)
+{
+    return (sizeof(slab) + fl->align - 1) / fl->align * fl->align;
+}
+
+void rp__freelist_init(rp__freelist *fl, const rp__arena *arena, size_t size,
+                       size_t align, size_t link_off, unsigned per_slab)
+{
+    ck_stack_init(&fl->free);
+    ck_stack_init(&fl->slabs);
+    fl->arena = arena;
+    fl->align = align;
+    fl->size = (size + align - 1) / align * align;
+    fl->link_off = link_off;
+    fl->per_slab = per_slab;
+}
+
+static ck_stack_entry_t *link_of(const rp__freelist *fl, void *rec)
+{
+    return (ck_stack_entry_t *)((char *)rec + fl->link_off);
+}
+
+static void *rec_of(const rp__freelist *fl, ck_stack_entry_t *e)
+{
+    return (char *)e - fl->link_off;
+}
+
+/* Allocate a slab, keep its first record for the caller, free the rest. */
+static void *grow(rp__freelist *fl)
+{
+    size_t hdr = slab_header(fl);
+    size_t bytes = hdr + fl->size * fl->per_slab;
+    slab *s = rp__arena_alloc(fl->arena, bytes, fl->align);
+    char *first;
+
+    if (!s)
+        return NULL;
+    s->bytes = bytes;
+    ck_stack_push_upmc(&fl->slabs, &s->link);
+    first = (char *)s + hdr;
+    for (unsigned i = 1; i < fl->per_slab; i++)
+        rp__freelist_put(fl, first + (size_t)i * fl->size);
+    return first;
+}
+
+void *rp__freelist_get(rp__freelist *fl)
+{
+    ck_stack_entry_t *e = ck_stack_pop_mpmc(&fl->free);
+
+    if (!e)
+        return grow(fl);
+    /* Pairs with the release in rp__freelist_put(): the record's last user
+     * is done with it before we write it. */
+    rp__tsan_acquire(e);
+    return rec_of(fl, e);
+}
+
+void rp__freelist_put(rp__freelist *fl, void *rec)
+{
+    ck_stack_entry_t *e = link_of(fl, rec);
+
+    rp__tsan_release(e);
+    ck_stack_push_mpmc(&fl->free, e);
+}
+
+void rp__freelist_destroy(rp__freelist *fl)
+{
+    ck_stack_entry_t *e = ck_stack_batch_pop_upmc(&fl->slabs);
+
+    while (e) {
+        slab *s = (slab *)e;
+        e = e->next;
+        rp__arena_free(fl->arena, s, s->bytes, fl->align);
+    }
+    ck_stack_init(&fl->free);
+}

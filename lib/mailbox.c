@@ -1,0 +1,253 @@
+/*
+ * mailbox.c - reservation, overflow and hand-back for one routee's queue.
+ *
+ * depth counts jobs that hold a slot: reserved by a producer (perhaps not
+ * yet visible in a lane) or queued.  A producer reserves before it
+ * enqueues and the owner releases the slot after it dequeues, so depth is
+ * never below the number of queued jobs and a bounded mailbox never holds
+ * more than its capacity.  The bound lives entirely in this counter; the
+ * lanes themselves are unbounded.
+ *
+ * Closing.  rp__mailbox_close() stores closed (seq_cst); a producer loads
+ * closed after its reservation (seq_cst).  In the single total order either
+ * the producer sees closed and backs out, or its reservation precedes the
+ * close, and then the owner - who hands back or runs jobs until depth is 0
+ * - waits for it.  No job enters a closed mailbox unseen.
+ *
+ * Every accepted job ends in exactly one place: run by the owner, or handed
+ * back (dropped, evicted, stopped, shut down) through the handback callback,
+ * and is counted there.
+ */
+#include <sched.h>
+#include <stddef.h>
+
+#include "mailbox.h"
+
+/* Job records per slab: 64 x 64 bytes. */
+#define JOBS_PER_SLAB 64
+
+int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,
+                     int overflow, rp__handback_fn handback, void *owner)
+{
+    int rc;
+
+    atomic_init(&mb->depth, 0);
+    atomic_init(&mb->closed, 0);
+    atomic_init(&mb->enqueued, 0);
+    atomic_init(&mb->rejected, 0);
+    atomic_init(&mb->dropped, 0);
+    atomic_init(&mb->undelivered, 0);
+    atomic_init(&mb->retired, 0);
+    mb->capacity = capacity;
+    mb->overflow = overflow;
+    mb->handback = handback;
+    mb->owner = owner;
+    rp__event_init(&mb->ev);
+    rp__freelist_init(&mb->jobs, arena, sizeof(rp__job), RP_CACHELINE,
+                      offsetof(rp__job, free), JOBS_PER_SLAB);
+    if ((rc = rp__lane_init(&mb->pinned, arena)) < 0)
+        return rc;
+    if ((rc = rp__lane_init(&mb->stealable, arena)) < 0) {
+        rp__lane_destroy(&mb->pinned);
+        return rc;
+    }
+    return 0;
+}
+
+void rp__mailbox_destroy(rp__mailbox *mb)
+{
+    rp__lane_destroy(&mb->pinned);
+    rp__lane_destroy(&mb->stealable);
+    rp__freelist_destroy(&mb->jobs);
+}
+
+static bool try_reserve(rp__mailbox *mb)
+{
+    int64_t d;
+
+    if (mb->capacity == 0) {
+        atomic_fetch_add_explicit(&mb->depth, 1, memory_order_seq_cst);
+        return true;
+    }
+    d = atomic_load_explicit(&mb->depth, memory_order_relaxed);
+    do {
+        if (d >= (int64_t)mb->capacity)
+            return false;
+    } while (!atomic_compare_exchange_weak_explicit(
+        &mb->depth, &d, d + 1, memory_order_seq_cst, memory_order_relaxed));
+    return true;
+}
+
+/* Give a slot back.  The owner may be waiting for depth to reach 0. */
+static void unreserve(rp__mailbox *mb)
+{
+    atomic_fetch_sub_explicit(&mb->depth, 1, memory_order_seq_cst);
+    rp__event_signal(&mb->ev);
+}
+
+static void handback(rp__mailbox *mb, void *arg, int reason, bool was_queued)
+{
+    if (was_queued)
+        atomic_fetch_add_explicit(&mb->retired, 1, memory_order_relaxed);
+    if (reason == RP_EDROPPED || reason == RP_EEVICTED)
+        atomic_fetch_add_explicit(&mb->dropped, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&mb->undelivered, 1, memory_order_relaxed);
+    mb->handback(mb->owner, arg, reason);
+}
+
+/* The oldest queued job of either lane, without touching depth. */
+static rp__job *pop_oldest(rp__mailbox *mb)
+{
+    bool pinned_first = rp__lane_peek_seq(&mb->pinned) <=
+                        rp__lane_peek_seq(&mb->stealable);
+    rp__lane *first = pinned_first ? &mb->pinned : &mb->stealable;
+    rp__lane *second = pinned_first ? &mb->stealable : &mb->pinned;
+    rp__job *job = rp__lane_pop_mc(first);
+
+    return job ? job : rp__lane_pop_mc(second);
+}
+
+/* Enqueue a job that holds a slot.  On failure the slot is given back. */
+static int enqueue(rp__mailbox *mb, rp__job *job)
+{
+    rp__lane *lane = (job->flags & RP__JOB_PINNED) ? &mb->pinned : &mb->stealable;
+
+    atomic_store_explicit(&job->seq,
+                          atomic_fetch_add_explicit(&mb->enqueued, 1,
+                                                    memory_order_relaxed),
+                          memory_order_relaxed);
+    if (rp__lane_push_mp(lane, job) < 0) {
+        /* Not counted as enqueued: take the count back. */
+        atomic_fetch_sub_explicit(&mb->enqueued, 1, memory_order_relaxed);
+        unreserve(mb);
+        return RP_ENOMEM;
+    }
+    rp__event_signal(&mb->ev);
+    return 0;
+}
+
+/* After the reservation: see "Closing" at the top. */
+static int enqueue_reserved(rp__mailbox *mb, rp__job *job)
+{
+    int closed = rp__mailbox_closed(mb);
+
+    if (closed) {
+        unreserve(mb);
+        rp__mailbox_job_free(job);
+        return closed;
+    }
+    return enqueue(mb, job);
+}
+
+/*
+ * Drop-head: evict the oldest queued job and give its slot to the new one.
+ * The lanes can be momentarily empty while depth says full (producers
+ * between reserve and enqueue, the owner between pop and release): then
+ * retry the reservation and yield to let them finish.
+ */
+static int evict_and_enqueue(rp__mailbox *mb, rp__job *job)
+{
+    for (;;) {
+        rp__job *victim = pop_oldest(mb);
+        int closed;
+
+        if (!victim) {
+            if (try_reserve(mb))
+                break;
+            sched_yield();
+            continue;
+        }
+        closed = rp__mailbox_closed(mb);
+        handback(mb, victim->arg, closed ? closed : RP_EEVICTED, true);
+        rp__mailbox_job_free(victim);
+        if (closed) {
+            unreserve(mb);
+            rp__mailbox_job_free(job);
+            return closed;
+        }
+        return enqueue(mb, job);
+    }
+    /* A slot came free: from here on this is an ordinary push. */
+    return enqueue_reserved(mb, job);
+}
+
+static int overflow(rp__mailbox *mb, rp__job *job, void *arg)
+{
+    switch (mb->overflow) {
+    case RP_OVERFLOW_DROP_NEW:
+        rp__mailbox_job_free(job);
+        handback(mb, arg, RP_EDROPPED, false);
+        return 0;
+    case RP_OVERFLOW_DROP_HEAD:
+        return evict_and_enqueue(mb, job);
+    default:
+        rp__mailbox_job_free(job);
+        atomic_fetch_add_explicit(&mb->rejected, 1, memory_order_relaxed);
+        return RP_EFULL;
+    }
+}
+
+int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned)
+{
+    rp__job *job;
+    int closed;
+
+    if ((closed = rp__mailbox_closed(mb)) != 0)
+        return closed;
+    if (!(job = rp__freelist_get(&mb->jobs)))
+        return RP_ENOMEM;
+    job->fn = fn;
+    job->arg = arg;
+    job->home = mb;
+    job->flags = pinned ? RP__JOB_PINNED : 0;
+    if (!try_reserve(mb))
+        return overflow(mb, job, arg);
+    return enqueue_reserved(mb, job);
+}
+
+rp__job *rp__mailbox_pop_owner(rp__mailbox *mb)
+{
+    rp__job *job = pop_oldest(mb);
+
+    if (job)
+        atomic_fetch_sub_explicit(&mb->depth, 1, memory_order_seq_cst);
+    return job;
+}
+
+void rp__mailbox_job_free(rp__job *job)
+{
+    rp__freelist_put(&job->home->jobs, job);
+}
+
+void rp__mailbox_drain_handback(rp__mailbox *mb, int reason)
+{
+    for (;;) {
+        rp__job *job = rp__mailbox_pop_owner(mb);
+        uint32_t v;
+
+        if (job) {
+            handback(mb, job->arg, reason, true);
+            rp__mailbox_job_free(job);
+            continue;
+        }
+        if (rp__mailbox_depth(mb) == 0)
+            return;
+        /* A producer reserved before the close and has not enqueued yet:
+         * sleep until it enqueues or backs out (both signal). */
+        v = rp__event_prepare(&mb->ev);
+        if (!rp__mailbox_empty(mb) || rp__mailbox_depth(mb) == 0)
+            continue;
+        rp__event_wait(&mb->ev, v, NULL);
+    }
+}
+
+bool rp__mailbox_close(rp__mailbox *mb, int reason)
+{
+    int expected = 0;
+    bool closed = atomic_compare_exchange_strong_explicit(
+        &mb->closed, &expected, reason, memory_order_seq_cst,
+        memory_order_seq_cst);
+
+    rp__event_signal(&mb->ev);
+    return closed;
+}

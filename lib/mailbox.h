@@ -1,0 +1,93 @@
+/*
+ * mailbox.h - a routee's mailbox: two lanes (pinned, stealable), the depth
+ * counter, the bound and its overflow policy, the job records.  Private.
+ */
+#ifndef RP_MAILBOX_H
+#define RP_MAILBOX_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "alloc.h"
+#include "internal.h"
+#include "lane.h"
+#include "wait.h"
+
+#define RP__JOB_PINNED 1u
+
+typedef struct rp__mailbox rp__mailbox;
+
+/* A job record.  seq comes first: rp__lane_peek_seq() reads it. */
+typedef struct rp__job {
+    _Atomic uint64_t seq; /* enqueue order within the home mailbox */
+    ck_stack_entry_t free;
+    rp_job_fn fn;
+    void *arg;
+    rp__mailbox *home; /* the freelist it returns to */
+    uint32_t flags;
+} rp__job;
+
+/* Hands a job that will not run back to its owner (the pool). */
+typedef void (*rp__handback_fn)(void *owner, void *arg, int reason);
+
+struct rp__mailbox {
+    /* Producers reserve here first; routers read it.  Its own line. */
+    RP_ALIGNED _Atomic int64_t depth;
+    /* Read on every push, written once or twice in a lifetime. */
+    RP_ALIGNED _Atomic int closed; /* 0, RP_ESTOPPED or RP_ESHUTDOWN */
+    size_t capacity;               /* 0: unbounded */
+    int overflow;
+    rp__handback_fn handback;
+    void *owner;
+    /* Bumped by every accepted push: the enqueued count, and the order
+     * between the two lanes. */
+    RP_ALIGNED _Atomic uint64_t enqueued;
+    /* Rare-path counters, relaxed. */
+    RP_ALIGNED _Atomic uint64_t rejected;
+    _Atomic uint64_t dropped;
+    _Atomic uint64_t undelivered;
+    _Atomic uint64_t retired; /* left the queue without running */
+    rp__lane pinned;
+    rp__lane stealable;
+    rp__freelist jobs;
+    rp__event ev; /* the owner sleeps here */
+};
+
+int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,
+                     int overflow, rp__handback_fn handback, void *owner);
+void rp__mailbox_destroy(rp__mailbox *mb);
+
+/* Many producers.  0: accepted (queued, or handed back under drop-new);
+ * RP_EFULL, RP_ESTOPPED, RP_ESHUTDOWN, RP_ENOMEM: not accepted. */
+int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned);
+
+/* Owner: the oldest queued job of either lane, NULL when empty.  The
+ * caller runs it and releases it with rp__mailbox_job_free(). */
+rp__job *rp__mailbox_pop_owner(rp__mailbox *mb);
+void rp__mailbox_job_free(rp__job *job);
+
+/* Owner: hand every queued job back with reason, waiting for in-flight
+ * producers, until depth reaches 0.  Only after rp__mailbox_close(). */
+void rp__mailbox_drain_handback(rp__mailbox *mb, int reason);
+
+/* Refuse further pushes with reason (first reason wins) and wake the
+ * owner.  Returns true when this call closed it. */
+bool rp__mailbox_close(rp__mailbox *mb, int reason);
+
+static inline int rp__mailbox_closed(rp__mailbox *mb)
+{
+    return atomic_load_explicit(&mb->closed, memory_order_seq_cst);
+}
+
+static inline int64_t rp__mailbox_depth(rp__mailbox *mb)
+{
+    return atomic_load_explicit(&mb->depth, memory_order_seq_cst);
+}
+
+static inline bool rp__mailbox_empty(rp__mailbox *mb)
+{
+    return rp__lane_empty(&mb->pinned) && rp__lane_empty(&mb->stealable);
+}
+
+#endif /* RP_MAILBOX_H */

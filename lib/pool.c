@@ -1,0 +1,412 @@
+/*
+ * pool.c - the pool: one OS thread per routee, its life cycle, and the
+ * worker loop.
+ *
+ * Worker loop: take the oldest job of the routee's mailbox and run it; when
+ * there is none, announce the intent to sleep (rp__event_prepare), look
+ * once more, and sleep on the routee's futex.  Producers signal after every
+ * enqueue, which costs a fence and a load unless the routee sleeps.
+ *
+ * Accounting for rp_pool_wait_idle(): accepted = sum of mailbox enqueued
+ * counters; finished = sum of run + retired (handed back from a queue).
+ * finished <= accepted at every instant, so reading every finished counter
+ * before every accepted counter and finding equal sums proves the pool was
+ * idle at some instant in between.
+ *
+ * Lock order: pool->life only (shutdown, destroy); never held while a job runs.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "pool.h"
+
+struct rp_job_ctx {
+    rp_pool *pool;
+    rp_routee *routee;
+};
+
+/* The routee whose thread this is, for the "not from a routee" checks. */
+static _Thread_local rp_routee *current_routee;
+
+void rp_pool_options_init(rp_pool_options *opts)
+{
+    if (!opts)
+        return;
+    memset(opts, 0, sizeof *opts);
+    opts->name = "pool";
+    opts->overflow = RP_OVERFLOW_REJECT;
+    opts->strategy = rp_strategy_round_robin();
+}
+
+void rp__pool_handback(void *p, void *arg, int reason)
+{
+    rp_pool *pool = p;
+
+    if (pool->on_undelivered)
+        pool->on_undelivered(arg, reason, pool->undelivered_user);
+}
+
+static int validate(const rp_pool_options *o, unsigned *routees)
+{
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+
+    *routees = o->routees ? o->routees : (unsigned)(online > 0 ? online : 1);
+    if (*routees > RP_ROUTEES_MAX)
+        return rp__fail(RP_EINVAL, "rp_pool_create: opts.routees must be 1..%u or 0 for online CPUs (got %u)",
+                        RP_ROUTEES_MAX, o->routees);
+    if (o->mailbox_capacity > RP_MAILBOX_CAPACITY_MAX)
+        return rp__fail(RP_EINVAL, "rp_pool_create: opts.mailbox_capacity must be 0..%zu (got %zu)",
+                        (size_t)RP_MAILBOX_CAPACITY_MAX, o->mailbox_capacity);
+    if (o->overflow < RP_OVERFLOW_REJECT || o->overflow > RP_OVERFLOW_DROP_HEAD)
+        return rp__fail(RP_EINVAL, "rp_pool_create: opts.overflow is not an rp_overflow (got %d)",
+                        o->overflow);
+    return 0;
+}
+
+/* Pin to the (i % count)-th CPU this process may run on. */
+static void pin_cpu(unsigned i)
+{
+    cpu_set_t allowed, one;
+    int count, seen = 0;
+
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+        return;
+    count = CPU_COUNT(&allowed);
+    if (count <= 0)
+        return;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, &allowed) || seen++ != (int)(i % (unsigned)count))
+            continue;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+        return;
+    }
+}
+
+/* "rp-<name>-<i>", shortening the name so the index survives the kernel's
+ * 15-byte limit. */
+static void name_thread(const rp_pool *pool, int i)
+{
+    char idx[12], name[16];
+    size_t room, len = strlen(pool->name);
+
+    snprintf(idx, sizeof idx, "%d", i);
+    room = 15 - 3 - 1 - strlen(idx);
+    if (len > room)
+        len = room;
+    memcpy(name, "rp-", 3);
+    memcpy(name + 3, pool->name, len);
+    name[3 + len] = '-';
+    memcpy(name + 4 + len, idx, strlen(idx) + 1);
+    pthread_setname_np(pthread_self(), name);
+}
+
+static void notify_idle(rp_pool *pool)
+{
+    /* After the fence in rp__event_prepare: pairs with the increment of
+     * idle_waiters in rp_pool_wait_idle(). */
+    if (atomic_load_explicit(&pool->idle_waiters, memory_order_seq_cst))
+        rp__event_broadcast(&pool->idle_ev);
+}
+
+static void run_job(rp_routee *r, rp__job *job)
+{
+    rp_job_ctx ctx = {r->pool, r};
+    rp_job_fn fn = job->fn;
+    void *arg = job->arg;
+
+    rp__mailbox_job_free(job);
+    fn(&ctx, arg);
+    /* Owner-only counter: a relaxed load+store, no locked instruction. */
+    atomic_store_explicit(&r->run,
+                          atomic_load_explicit(&r->run, memory_order_relaxed) + 1,
+                          memory_order_release);
+}
+
+/* Whether a closed mailbox means: hand everything back and exit. */
+static bool must_hand_back(rp_routee *r, int closed)
+{
+    return closed == RP_ESTOPPED ||
+           (closed && atomic_load_explicit(&r->pool->abort, memory_order_acquire));
+}
+
+/* Sleep until there may be work, or a reason to exit. */
+static void idle_sleep(rp_routee *r)
+{
+    uint32_t v = rp__event_prepare(&r->mb.ev);
+    int closed = rp__mailbox_closed(&r->mb);
+
+    if (!rp__mailbox_empty(&r->mb) || must_hand_back(r, closed) ||
+        (closed && rp__mailbox_depth(&r->mb) == 0))
+        return;
+    notify_idle(r->pool);
+    rp__event_wait(&r->mb.ev, v, NULL);
+}
+
+static void set_busy(rp_routee *r, bool *busy, bool now)
+{
+    /* Store only on change: routers read this line on every route. */
+    if (*busy != now)
+        atomic_store_explicit(&r->busy, now, memory_order_relaxed);
+    *busy = now;
+}
+
+static void *routee_main(void *p)
+{
+    rp_routee *r = p;
+    bool busy = false;
+
+    current_routee = r;
+    name_thread(r->pool, r->index);
+    if (r->pool->pin_cpus)
+        pin_cpu((unsigned)r->index);
+    for (;;) {
+        int closed = rp__mailbox_closed(&r->mb);
+        rp__job *job;
+
+        if (must_hand_back(r, closed)) {
+            rp__mailbox_drain_handback(&r->mb, closed);
+            break;
+        }
+        /* Busy before the pop: the score depth + busy must not dip to 0
+         * between taking a job and starting it. */
+        set_busy(r, &busy, true);
+        if ((job = rp__mailbox_pop_owner(&r->mb)) != NULL) {
+            run_job(r, job);
+            continue;
+        }
+        set_busy(r, &busy, false);
+        if (closed && rp__mailbox_depth(&r->mb) == 0)
+            break; /* drained */
+        idle_sleep(r);
+    }
+    atomic_store_explicit(&r->busy, 0, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+    notify_idle(r->pool);
+    return NULL;
+}
+
+static int init_routees(rp_pool *pool, const rp_pool_options *o)
+{
+    int rc;
+
+    pool->routees = rp__arena_alloc(&pool->arena, sizeof(rp_routee) * pool->n,
+                                    RP_CACHELINE);
+    if (!pool->routees)
+        return RP_ENOMEM;
+    for (unsigned i = 0; i < pool->n; i++) {
+        rp_routee *r = &pool->routees[i];
+        char id[96];
+
+        r->kind = RP__ROUTEE_LOCAL;
+        r->index = (int)i;
+        r->pool = pool;
+        snprintf(id, sizeof id, "%s/%u", pool->name, i);
+        r->ident = XXH3_64bits(id, strlen(id));
+        atomic_init(&r->busy, 0);
+        atomic_init(&r->run, 0);
+        rc = rp__mailbox_init(&r->mb, &pool->arena, o->mailbox_capacity,
+                              o->overflow, rp__pool_handback, pool);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int start_threads(rp_pool *pool)
+{
+    for (unsigned i = 0; i < pool->n; i++) {
+        rp_routee *r = &pool->routees[i];
+        int err = pthread_create(&r->thread, NULL, routee_main, r);
+
+        if (err != 0)
+            return rp__fail(RP_ESYS, "rp_pool_create: pthread_create for routee %u: %s",
+                            i, strerror(err));
+        r->started = true;
+    }
+    return 0;
+}
+
+int rp_pool_create(rp_pool **out, const rp_pool_options *opts)
+{
+    rp_pool_options defaults;
+    rp_pool *pool;
+    unsigned n;
+    int rc;
+
+    if (!out)
+        return rp__fail(RP_EINVAL, "rp_pool_create: out is NULL");
+    *out = NULL;
+    if (!opts) {
+        rp_pool_options_init(&defaults);
+        opts = &defaults;
+    }
+    if ((rc = validate(opts, &n)) < 0)
+        return rc;
+    if (!(pool = calloc(1, sizeof *pool)))
+        return rp__fail(RP_ENOMEM, "rp_pool_create: out of memory");
+    if ((rc = rp__copy_name(pool->name, sizeof pool->name, opts->name, "pool",
+                            "rp_pool_create", "opts.name")) < 0) {
+        free(pool);
+        return rc;
+    }
+    pool->n = n;
+    pool->pin_cpus = opts->pin_cpus;
+    pool->on_undelivered = opts->on_undelivered;
+    pool->undelivered_user = opts->undelivered_user;
+    pool->log = opts->log;
+    pool->log_user = opts->log_user;
+    atomic_init(&pool->abort, 0);
+    atomic_init(&pool->idle_waiters, 0);
+    rp__event_init(&pool->idle_ev);
+    pthread_mutex_init(&pool->life, NULL);
+    rp__arena_create(&pool->arena);
+    if ((rc = init_routees(pool, opts)) < 0 ||
+        (rc = rp__router_create_for_pool(&pool->router, pool, &opts->strategy, true)) < 0 ||
+        (rc = start_threads(pool)) < 0) {
+        if (rc == RP_ENOMEM)
+            rp__fail(rc, "rp_pool_create: out of memory");
+        rp_pool_destroy(pool);
+        return rc;
+    }
+    *out = pool;
+    return 0;
+}
+
+int rp_pool_submit(rp_pool *pool, rp_job_fn fn, void *arg)
+{
+    if (!pool)
+        return rp__fail(RP_EINVAL, "rp_pool_submit: pool is NULL");
+    return rp_router_tell(pool->router, fn, arg);
+}
+
+rp_router *rp_pool_router(rp_pool *pool)
+{
+    return pool ? pool->router : NULL;
+}
+
+/* True when the pool was idle at some instant during the call. */
+static bool was_idle(rp_pool *pool)
+{
+    uint64_t finished = 0, accepted = 0;
+
+    for (unsigned i = 0; i < pool->n; i++) {
+        rp_routee *r = &pool->routees[i];
+        finished += atomic_load_explicit(&r->run, memory_order_seq_cst) +
+                    atomic_load_explicit(&r->mb.retired, memory_order_seq_cst);
+    }
+    for (unsigned i = 0; i < pool->n; i++)
+        accepted += atomic_load_explicit(&pool->routees[i].mb.enqueued,
+                                         memory_order_seq_cst);
+    return finished == accepted;
+}
+
+int rp_pool_wait_idle(rp_pool *pool, int timeout_ms)
+{
+    struct timespec deadline;
+    int rc = 0;
+
+    if (!pool)
+        return rp__fail(RP_EINVAL, "rp_pool_wait_idle: pool is NULL");
+    if (timeout_ms < -1)
+        return rp__fail(RP_EINVAL, "rp_pool_wait_idle: timeout_ms must be >= -1 (got %d)", timeout_ms);
+    if (current_routee && current_routee->pool == pool)
+        return rp__fail(RP_EBUSY, "rp_pool_wait_idle: called from a routee of this pool");
+    if (timeout_ms >= 0)
+        rp__deadline(&deadline, timeout_ms);
+    atomic_fetch_add_explicit(&pool->idle_waiters, 1, memory_order_seq_cst);
+    for (;;) {
+        uint32_t v = atomic_load_explicit(&pool->idle_ev.word, memory_order_seq_cst);
+
+        if (was_idle(pool))
+            break;
+        if (timeout_ms >= 0 && rp__deadline_passed(&deadline)) {
+            rc = rp__fail(RP_ETIMEDOUT, "rp_pool_wait_idle: not idle after %d ms", timeout_ms);
+            break;
+        }
+        rp__event_wait(&pool->idle_ev, v, timeout_ms >= 0 ? &deadline : NULL);
+    }
+    atomic_fetch_sub_explicit(&pool->idle_waiters, 1, memory_order_seq_cst);
+    return rc;
+}
+
+static void join_all(rp_pool *pool)
+{
+    for (unsigned i = 0; i < pool->n; i++) {
+        rp_routee *r = &pool->routees[i];
+        if (r->started)
+            pthread_join(r->thread, NULL);
+        r->started = false;
+    }
+    pool->joined = true;
+}
+
+int rp_pool_shutdown(rp_pool *pool, int mode)
+{
+    if (!pool)
+        return rp__fail(RP_EINVAL, "rp_pool_shutdown: pool is NULL");
+    if (mode != RP_SHUTDOWN_DRAIN && mode != RP_SHUTDOWN_ABORT)
+        return rp__fail(RP_EINVAL, "rp_pool_shutdown: mode is not an rp_shutdown_mode (got %d)", mode);
+    if (current_routee && current_routee->pool == pool)
+        return rp__fail(RP_EBUSY, "rp_pool_shutdown: called from a routee of this pool");
+    pthread_mutex_lock(&pool->life);
+    if (!pool->joined) {
+        /* abort before close: a routee that sees the close must see the mode. */
+        atomic_store_explicit(&pool->abort, mode == RP_SHUTDOWN_ABORT, memory_order_seq_cst);
+        for (unsigned i = 0; i < pool->n; i++)
+            rp__mailbox_close(&pool->routees[i].mb, RP_ESHUTDOWN);
+        join_all(pool);
+    }
+    pthread_mutex_unlock(&pool->life);
+    return 0;
+}
+
+void rp_pool_destroy(rp_pool *pool)
+{
+    if (!pool)
+        return;
+    if (current_routee && current_routee->pool == pool) {
+        rp__log(pool->log, pool->log_user, RP_LOG_ERROR,
+                "rp_pool_destroy: called from a routee of pool %s; ignored", pool->name);
+        return;
+    }
+    if (pool->routees) {
+        rp_pool_shutdown(pool, RP_SHUTDOWN_DRAIN);
+        for (unsigned i = 0; i < pool->n; i++)
+            rp__mailbox_destroy(&pool->routees[i].mb);
+        rp__arena_free(&pool->arena, pool->routees, sizeof(rp_routee) * pool->n,
+                       RP_CACHELINE);
+    }
+    rp__router_free(pool->router);
+    rp__arena_destroy(&pool->arena);
+    pthread_mutex_destroy(&pool->life);
+    free(pool);
+}
+
+size_t rp_pool_size(const rp_pool *pool)
+{
+    return pool ? pool->n : 0;
+}
+
+rp_routee *rp_pool_routee(rp_pool *pool, size_t i)
+{
+    if (!pool || i >= pool->n)
+        return NULL;
+    return &pool->routees[i];
+}
+
+int rp_job_routee(const rp_job_ctx *ctx)
+{
+    return ctx ? ctx->routee->index : -1;
+}
+
+rp_pool *rp_job_pool(const rp_job_ctx *ctx)
+{
+    return ctx ? ctx->pool : NULL;
+}

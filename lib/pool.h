@@ -1,0 +1,42 @@
+/*
+ * pool.h - the pool record.  Private.
+ */
+#ifndef RP_POOL_H
+#define RP_POOL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "alloc.h"
+#include "routee.h"
+#include "wait.h"
+
+struct rp_pool {
+    char name[RP_POOL_NAME_MAX + 1];
+    unsigned n;
+    rp_routee *routees; /* n records, each on its own cache lines */
+    rp__arena arena;
+    bool pin_cpus;
+    rp_undelivered_fn on_undelivered;
+    void *undelivered_user;
+    rp_log_fn log;
+    void *log_user;
+    rp_router *router; /* the default router */
+    _Atomic int abort;  /* shutdown mode is RP_SHUTDOWN_ABORT */
+    pthread_mutex_t life; /* serialises shutdown and destroy */
+    bool joined;
+    /* rp_pool_wait_idle(): waiters announce themselves, idle routees
+     * broadcast. */
+    RP_ALIGNED _Atomic uint32_t idle_waiters;
+    rp__event idle_ev;
+};
+
+/* Hand a job back through the pool's callback (counted by the caller). */
+void rp__pool_handback(void *pool, void *arg, int reason);
+
+/* Router internals the pool needs for its default router. */
+int rp__router_create_for_pool(rp_router **out, rp_pool *pool,
+                               const rp_strategy *strategy, bool is_default);
+void rp__router_free(rp_router *router);
+
+#endif /* RP_POOL_H */

@@ -1,0 +1,140 @@
+/*
+ * routee.c - what every routee offers, local or foreign: delivery, depth,
+ * busy, stop, counters.
+ *
+ * A local routee delivers into its mailbox; a foreign routee delivers
+ * through the user's send callback and may or may not report a depth.
+ * Stopping a local routee closes its mailbox: from that instant routers
+ * skip it (rp__routee_stopped) and pushes back out (see mailbox.c), and the
+ * routee thread hands queued jobs back with RP_ESTOPPED and exits.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pool.h"
+#include "routee.h"
+
+/* Identities of foreign routees: distinct within the process. */
+static _Atomic uint64_t foreign_serial;
+
+int64_t rp__routee_score(const rp_routee *r)
+{
+    if (r->kind == RP__ROUTEE_FOREIGN) {
+        int64_t d = r->depth_fn ? r->depth_fn(r->user) : -1;
+        return d > 0 ? d : 0; /* unreadable counts as empty */
+    }
+    return atomic_load_explicit(&r->mb.depth, memory_order_relaxed) +
+           atomic_load_explicit(&r->busy, memory_order_relaxed);
+}
+
+int rp__routee_deliver(rp_routee *r, rp_job_fn fn, void *arg, bool pinned)
+{
+    if (r->kind == RP__ROUTEE_FOREIGN) {
+        if (rp__routee_stopped(r))
+            return RP_ESTOPPED;
+        return r->send(fn, arg, r->user) == 0 ? 0 : RP_ESEND;
+    }
+    return rp__mailbox_push_mp(&r->mb, fn, arg, pinned);
+}
+
+int rp_routee_tell(rp_routee *r, rp_job_fn fn, void *arg)
+{
+    int rc;
+
+    if (!r || !fn)
+        return rp__fail(RP_EINVAL, "rp_routee_tell: %s is NULL", r ? "fn" : "routee");
+    rc = rp__routee_deliver(r, fn, arg, true);
+    if (rc < 0)
+        return rp__fail(rc, "rp_routee_tell: routee %d: %s", r->index, rp_strerror(rc));
+    return 0;
+}
+
+int64_t rp_routee_depth(const rp_routee *r)
+{
+    int64_t d;
+
+    if (!r)
+        return RP_EINVAL;
+    if (r->kind == RP__ROUTEE_LOCAL)
+        return atomic_load_explicit(&r->mb.depth, memory_order_relaxed);
+    d = r->depth_fn ? r->depth_fn(r->user) : -1;
+    return d >= 0 ? d : RP_ENODEPTH;
+}
+
+bool rp_routee_busy(const rp_routee *r)
+{
+    return r && r->kind == RP__ROUTEE_LOCAL &&
+           atomic_load_explicit(&r->busy, memory_order_relaxed);
+}
+
+int rp_routee_stop(rp_routee *r)
+{
+    if (!r)
+        return rp__fail(RP_EINVAL, "rp_routee_stop: routee is NULL");
+    if (r->kind == RP__ROUTEE_FOREIGN)
+        atomic_store_explicit(&r->foreign_stopped, true, memory_order_seq_cst);
+    else
+        rp__mailbox_close(&r->mb, RP_ESTOPPED);
+    return 0;
+}
+
+bool rp_routee_stopped(const rp_routee *r)
+{
+    return r && rp__routee_stopped(r);
+}
+
+int rp_routee_index(const rp_routee *r)
+{
+    return r ? r->index : -1;
+}
+
+int rp_routee_stats_get(const rp_routee *r, rp_routee_stats *out)
+{
+    if (!r || !out)
+        return rp__fail(RP_EINVAL, "rp_routee_stats_get: %s is NULL", r ? "out" : "routee");
+    out->enqueued = atomic_load_explicit(&r->mb.enqueued, memory_order_relaxed);
+    out->run = atomic_load_explicit(&r->run, memory_order_relaxed);
+    out->rejected = atomic_load_explicit(&r->mb.rejected, memory_order_relaxed);
+    out->dropped = atomic_load_explicit(&r->mb.dropped, memory_order_relaxed);
+    out->undelivered = atomic_load_explicit(&r->mb.undelivered, memory_order_relaxed);
+    return 0;
+}
+
+int rp_routee_foreign_create(rp_routee **out, rp_foreign_send_fn send,
+                             rp_foreign_depth_fn depth, void *user)
+{
+    rp_routee *r;
+
+    if (!out)
+        return rp__fail(RP_EINVAL, "rp_routee_foreign_create: out is NULL");
+    *out = NULL;
+    if (!send)
+        return rp__fail(RP_EINVAL, "rp_routee_foreign_create: send is NULL");
+    if (!(r = aligned_alloc(RP_CACHELINE, (sizeof *r + RP_CACHELINE - 1) /
+                                              RP_CACHELINE * RP_CACHELINE)))
+        return rp__fail(RP_ENOMEM, "rp_routee_foreign_create: out of memory");
+    memset(r, 0, sizeof *r);
+    r->kind = RP__ROUTEE_FOREIGN;
+    r->index = -1;
+    r->send = send;
+    r->depth_fn = depth;
+    r->user = user;
+    /* A large odd multiplier spreads consecutive serials over 64 bits. */
+    r->ident = (atomic_fetch_add(&foreign_serial, 1) + 1) * 0x9E3779B97F4A7C15ull;
+    atomic_init(&r->foreign_stopped, false);
+    *out = r;
+    return 0;
+}
+
+void rp_routee_foreign_destroy(rp_routee *r)
+{
+    if (!r)
+        return;
+    if (r->kind != RP__ROUTEE_FOREIGN) {
+        rp__log(r->pool ? r->pool->log : NULL, r->pool ? r->pool->log_user : NULL,
+                RP_LOG_ERROR, "rp_routee_foreign_destroy: routee %d belongs to a pool; ignored",
+                r->index);
+        return;
+    }
+    free(r);
+}

@@ -1,0 +1,49 @@
+/*
+ * routee.h - the routee record shared by the pool, the routers and the
+ * strategies.  Private.
+ */
+#ifndef RP_ROUTEE_H
+#define RP_ROUTEE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "mailbox.h"
+
+enum { RP__ROUTEE_LOCAL = 1, RP__ROUTEE_FOREIGN = 2 };
+
+struct rp_routee {
+    int kind;
+    int index;      /* in its pool; -1 for foreign routees */
+    uint64_t ident; /* identity for rendezvous hashing */
+    rp_pool *pool;  /* NULL for foreign routees */
+    /* Foreign routees only. */
+    rp_foreign_send_fn send;
+    rp_foreign_depth_fn depth_fn;
+    void *user;
+    _Atomic bool foreign_stopped;
+    /* Written by the owner around every job; read by routers. */
+    RP_ALIGNED _Atomic int busy;
+    _Atomic uint64_t run; /* owner-only writes */
+    pthread_t thread;
+    bool started;
+    rp__mailbox mb;
+};
+
+static inline bool rp__routee_stopped(const rp_routee *r)
+{
+    if (r->kind == RP__ROUTEE_FOREIGN)
+        return atomic_load_explicit(&r->foreign_stopped, memory_order_acquire);
+    return atomic_load_explicit(&r->mb.closed, memory_order_acquire) != 0;
+}
+
+/* Smallest-mailbox score: queued depth plus one while running a job;
+ * 0 for a depth nobody can read. */
+int64_t rp__routee_score(const rp_routee *r);
+
+/* Deliver to one routee.  0: accepted.  Negative: not accepted (RP_EFULL,
+ * RP_ESTOPPED, RP_ESHUTDOWN, RP_ENOMEM, RP_ESEND). */
+int rp__routee_deliver(rp_routee *r, rp_job_fn fn, void *arg, bool pinned);
+
+#endif /* RP_ROUTEE_H */

@@ -132,7 +132,9 @@ static void *grow(rp__freelist *fl)
     if (!s)
         return NULL;
     s->bytes = bytes;
+    rp__tsan_ignore_begin();
     ck_stack_push_upmc(&fl->slabs, &s->link);
+    rp__tsan_ignore_end();
     first = (char *)s + hdr;
     for (unsigned i = 1; i < fl->per_slab; i++)
         rp__freelist_put(fl, first + (size_t)i * fl->size);
@@ -141,8 +143,11 @@ static void *grow(rp__freelist *fl)
 
 void *rp__freelist_get(rp__freelist *fl)
 {
-    ck_stack_entry_t *e = ck_stack_pop_mpmc(&fl->free);
+    ck_stack_entry_t *e;
 
+    rp__tsan_ignore_begin();
+    e = ck_stack_pop_mpmc(&fl->free);
+    rp__tsan_ignore_end();
     if (!e)
         return grow(fl);
     /* Pairs with the release in rp__freelist_put(): the record's last user
@@ -156,7 +161,9 @@ void rp__freelist_put(rp__freelist *fl, void *rec)
     ck_stack_entry_t *e = link_of(fl, rec);
 
     rp__tsan_release(e);
+    rp__tsan_ignore_begin();
     ck_stack_push_mpmc(&fl->free, e);
+    rp__tsan_ignore_end();
 }
 
 void rp__freelist_destroy(rp__freelist *fl)
@@ -170,3 +177,4 @@ void rp__freelist_destroy(rp__freelist *fl)
     }
     ck_stack_init(&fl->free);
 }
+

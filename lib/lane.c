@@ -22,6 +22,7 @@
  */
 #include <stdalign.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,7 +59,9 @@ int rp__lane_push_mp(rp__lane *lane, void *rec)
     /* The record's fields were written by this thread; the consumer that
      * pops it acquires them (pairs with rp__tsan_acquire in pop). */
     rp__tsan_release(rec);
+    rp__tsan_ignore_begin();
     ck_fifo_mpmc_enqueue(&lane->fifo, &node->fifo, rec);
+    rp__tsan_ignore_end();
     return 0;
 }
 
@@ -66,8 +69,12 @@ void *rp__lane_pop_mc(rp__lane *lane)
 {
     ck_fifo_mpmc_entry_t *garbage;
     void *rec;
+    bool got;
 
-    if (!ck_fifo_mpmc_dequeue(&lane->fifo, &rec, &garbage))
+    rp__tsan_ignore_begin();
+    got = ck_fifo_mpmc_dequeue(&lane->fifo, &rec, &garbage);
+    rp__tsan_ignore_end();
+    if (!got)
         return NULL;
     rp__tsan_acquire(rec);
     rp__freelist_put(&lane->nodes,
@@ -88,6 +95,9 @@ uint64_t rp__lane_peek_seq(rp__lane *lane)
     seq = ck_pr_load_ptr(&first->value);
     if (!seq)
         return UINT64_MAX;
+    /* The record was published by rp__lane_push_mp (release); a stale,
+     * recycled record is only ever read through its atomic seq. */
+    rp__tsan_acquire(seq);
     return atomic_load_explicit(seq, memory_order_relaxed);
 }
 

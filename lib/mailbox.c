@@ -87,12 +87,15 @@ static void unreserve(rp__mailbox *mb)
 
 static void handback(rp__mailbox *mb, void *arg, int reason, bool was_queued)
 {
-    if (was_queued)
-        atomic_fetch_add_explicit(&mb->retired, 1, memory_order_relaxed);
+    mb->handback(mb->owner, arg, reason);
     if (reason == RP_EDROPPED || reason == RP_EEVICTED)
         atomic_fetch_add_explicit(&mb->dropped, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&mb->undelivered, 1, memory_order_relaxed);
-    mb->handback(mb->owner, arg, reason);
+    /* Counted finished only after the callback returned, so wait_idle()
+     * never returns while a hand-back is still in progress (release:
+     * pairs with the loads in was_idle()). */
+    if (was_queued)
+        atomic_fetch_add_explicit(&mb->retired, 1, memory_order_release);
 }
 
 /* The oldest queued job of either lane, without touching depth. */

@@ -81,14 +81,19 @@ int rp_router_create_group(rp_router **out, rp_routee *const *routees,
  *   RP_EFULL      the chosen bounded mailbox rejected it;
  *   RP_ESHUTDOWN  the chosen routee's pool is shut down;
  *   RP_ENOMEM.
- * With a fan-out strategy (broadcast or custom), the job is accepted when
- * at least one copy is; copies that cannot be delivered are handed back.
+ * With a fan-out strategy (broadcast or custom) the call returns 0 once
+ * the strategy chose its routees: every copy then runs or is handed back
+ * with its own reason.
  */
 int rp_router_tell(rp_router *router, rp_job_fn fn, void *arg);
 
 /**
- * Route one keyed job.  Keyed jobs are pinned: jobs with one key from one
- * submitter run in submission order on one routee, never concurrently.
+ * Route one keyed job.  Keyed jobs are pinned (never stolen).  With a
+ * strategy that maps a key to one routee - consistent hashing, or a custom
+ * strategy that does so - jobs with one key from one submitter run in
+ * submission order on one routee, never concurrently.  Other strategies
+ * ignore the key (round-robin spreads one key over every routee); the key
+ * still reaches custom strategies in the routing state.
  * @param key      the key bytes (borrowed for the call; not NULL).
  * @param key_len  length of the key, >= 1.
  * @return as rp_router_tell().
@@ -99,11 +104,12 @@ int rp_router_tell_key(rp_router *router, const void *key, size_t key_len,
 /**
  * Send one job to every live routee, whatever the router's strategy (the
  * seeds' Broadcast wrapper).  Each copy is pinned and shares arg; a copy
- * that cannot be delivered is handed back on its own, so arg may come back
- * several times.
- * @return 0 when at least one copy was accepted; RP_ENOROUTEE (nothing
- *         accepted, arg still the caller's) when no routee is live; RP_EINVAL
- *         for NULL arguments.
+ * that cannot be delivered (full, stopped meanwhile, refused) is handed
+ * back on its own, so arg may come back several times.
+ * @return 0 when at least one routee was live: every copy then runs or is
+ *         handed back; RP_ENOROUTEE when no routee is live (nothing sent,
+ *         nothing handed back, arg still the caller's); RP_EINVAL for NULL
+ *         arguments.
  */
 int rp_router_broadcast(rp_router *router, rp_job_fn fn, void *arg);
 

@@ -1,0 +1,536 @@
+/*
+ * tests/test_pool.c - the pool itself: thread names, job context, pinned
+ * tells, stopping routees, shutdown (drain and abort), wait_idle, calls
+ * made from inside a job, and per-routee counters.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "common.h"
+
+TestSuite(pool, .fini = rp_leak_check);
+TestSuite(shutdown, .fini = rp_leak_check);
+
+static tlog LOG;
+
+static void setup(void)
+{
+    tlog_init(&LOG);
+}
+
+static rp_routee_stats stats_of(rp_pool *p, size_t i)
+{
+    rp_routee_stats st;
+    cr_assert_eq(rp_routee_stats_get(rp_pool_routee(p, i), &st), 0);
+    return st;
+}
+
+/* ---- thread names ---- */
+
+typedef struct name_arg {
+    atomic_int checked;
+    atomic_int mismatches;
+} name_arg;
+
+static void name_job(rp_job_ctx *ctx, void *arg)
+{
+    name_arg *a = arg;
+    char got[16] = "", want[32];
+    pthread_getname_np(pthread_self(), got, sizeof got);
+    snprintf(want, sizeof want, "rp-tn-%d", rp_job_routee(ctx));
+    if (strcmp(got, want) != 0)
+        atomic_fetch_add(&a->mismatches, 1);
+    atomic_fetch_add(&a->checked, 1);
+}
+
+Test(pool, thread_names_are_rp_name_index, .init = setup, .timeout = 10)
+{
+    rp_pool *p = NULL;
+    cr_assert_eq(make_pool(&p, "tn", 3, 0, 0, rp_strategy_round_robin()), 0);
+    name_arg a;
+    atomic_init(&a.checked, 0);
+    atomic_init(&a.mismatches, 0);
+    for (size_t i = 0; i < 3; i++)
+        cr_assert_eq(rp_routee_tell(rp_pool_routee(p, i), name_job, &a), 0);
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    cr_assert_eq(atomic_load(&a.checked), 3);
+    cr_assert_eq(atomic_load(&a.mismatches), 0,
+                 "a routee's pthread name is not rp-tn-<index>");
+
+    /* And from outside: exactly one thread per name in /proc. */
+    int seen[3] = {0}, other_rp = 0;
+    DIR *d = opendir("/proc/self/task");
+    cr_assert_not_null(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[300], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(comm, sizeof comm, f))
+            comm[strcspn(comm, "\n")] = '\0';
+        fclose(f);
+        if (strncmp(comm, "rp-", 3) != 0)
+            continue;
+        int idx = -1;
+        if (sscanf(comm, "rp-tn-%d", &idx) == 1 && idx >= 0 && idx < 3)
+            seen[idx]++;
+        else
+            other_rp++;
+    }
+    closedir(d);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(seen[i], 1, "%d threads named rp-tn-%d", seen[i], i);
+    cr_assert_eq(other_rp, 0, "unexpected rp- threads");
+    rp_pool_destroy(p);
+}
+
+/* ---- job context ---- */
+
+Test(pool, job_routee_matches_the_routee_told, .init = setup, .timeout = 10)
+{
+    rp_pool *p = NULL;
+    cr_assert_eq(make_pool(&p, "ctx", 4, 0, 0, rp_strategy_round_robin()), 0);
+    cr_assert_eq(rp_pool_size(p), 4u);
+    probe pr[4][5];
+    for (size_t i = 0; i < 4; i++) {
+        cr_assert_eq(rp_routee_index(rp_pool_routee(p, i)), (int)i);
+        probe_init_n(pr[i], 5, &LOG, (int)(10 * i), NULL);
+        for (int k = 0; k < 5; k++)
+            cr_assert_eq(rp_routee_tell(rp_pool_routee(p, i), probe_job,
+                                        &pr[i][k]), 0);
+    }
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    for (size_t i = 0; i < 4; i++) {
+        for (int k = 0; k < 5; k++) {
+            cr_assert_eq(probe_runs(&pr[i][k]), 1);
+            cr_assert_eq(probe_routee(&pr[i][k]), (int)i,
+                         "told routee %zu, ran on %d", i,
+                         probe_routee(&pr[i][k]));
+            cr_assert_eq(atomic_load(&pr[i][k].pool), p);
+        }
+        const rp_routee_stats st = stats_of(p, i);
+        cr_assert_eq(st.enqueued, 5u);
+        cr_assert_eq(st.run, 5u);
+    }
+    cr_assert_eq(tlog_nrun(&LOG), 20);
+    rp_pool_destroy(p);
+}
+
+Test(pool, pinned_tells_run_in_order, .init = setup, .timeout = 10)
+{
+    rp_pool *p = NULL;
+    cr_assert_eq(make_pool(&p, "ord", 2, 0, 0, rp_strategy_round_robin()), 0);
+    enum { N = 500 };
+    static probe pr[N];
+    probe_init_n(pr, N, &LOG, 0, NULL);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(rp_routee_tell(rp_pool_routee(p, 1), probe_job, &pr[i]),
+                     0);
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    cr_assert_eq(tlog_nrun(&LOG), N);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(LOG.run_tag[i], i, "position %d ran job %d", i,
+                     LOG.run_tag[i]);
+        cr_assert_eq(LOG.run_routee[i], 1);
+    }
+    rp_pool_destroy(p);
+}
+
+/* ---- stopping one routee ---- */
+
+Test(pool, stopped_routee_hands_queued_jobs_back_with_estopped,
+     .init = setup, .timeout = 10)
+{
+    rp_pool *p = NULL;
+    cr_assert_eq(make_pool(&p, "stp", 2, 0, 0, rp_strategy_round_robin()), 0);
+    gate g;
+    gate_init(&g);
+    probe hold;
+    probe_init(&hold, &LOG, 100, &g);
+    rp_routee *r0 = rp_pool_routee(p, 0);
+    cr_assert_eq(rp_routee_tell(r0, probe_job, &hold), 0);
+    cr_assert(gate_wait_entered(&g, 1, 5000));
+    cr_assert(rp_routee_busy(r0));
+    probe q[5];
+    probe_init_n(q, 5, &LOG, 0, NULL);
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(rp_routee_tell(r0, probe_job, &q[i]), 0);
+
+    cr_assert_eq(rp_routee_stop(r0), 0, "stop returns without waiting");
+    cr_assert(rp_routee_stopped(r0));
+    cr_assert_not(rp_routee_stopped(rp_pool_routee(p, 1)));
+    gate_open(&g);
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+
+    cr_assert_eq(probe_runs(&hold), 1, "the running job finishes");
+    for (int i = 0; i < 5; i++) {
+        cr_assert_eq(probe_runs(&q[i]), 0, "queued job %d ran", i);
+        cr_assert_eq(probe_undel(&q[i]), 1);
+        cr_assert_eq(atomic_load(&q[i].reason), RP_ESTOPPED, "job %d: %s", i,
+                     rp_err_name(atomic_load(&q[i].reason)));
+    }
+    const rp_routee_stats st = stats_of(p, 0);
+    cr_assert_eq(st.enqueued, 6u);
+    cr_assert_eq(st.run, 1u);
+    cr_assert_eq(st.undelivered, 5u);
+    cr_assert_eq(st.dropped, 0u);
+
+    /* The pool keeps working on the live routee. */
+    probe after[4];
+    probe_init_n(after, 4, &LOG, 200, NULL);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(rp_pool_submit(p, probe_job, &after[i]), 0);
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(probe_runs(&after[i]), 1);
+        cr_assert_eq(probe_routee(&after[i]), 1);
+    }
+    rp_pool_destroy(p);
+    gate_destroy(&g);
+}
+
+/* ---- shutdown ---- */
+
+typedef struct opener {
+    rp_pool *pool;
+    gate *gate;
+    bool saw_stopped;
+} opener;
+
+/* Opens the gate once shutdown has visibly begun (every routee stopped), so
+ * the queued jobs are still queued when the shutdown mode is applied.  If
+ * the flags only flip later, it opens after 1 s: shutdown has long been
+ * called by then. */
+static void *open_after_stop(void *arg)
+{
+    opener *o = arg;
+    const int64_t deadline = now_ms() + 1000;
+    const size_t n = rp_pool_size(o->pool);
+    for (;;) {
+        size_t stopped = 0;
+        for (size_t i = 0; i < n; i++)
+            stopped += rp_routee_stopped(rp_pool_routee(o->pool, i));
+        if (stopped == n) {
+            o->saw_stopped = true;
+            break;
+        }
+        if (now_ms() > deadline)
+            break;
+        sleep_ms(1);
+    }
+    sleep_ms(20);
+    gate_open(o->gate);
+    return NULL;
+}
+
+static void shutdown_with_queue(int mode, probe *holds, probe (*q)[50],
+                                opener *op)
+{
+    rp_pool *p = NULL;
+    cr_assert_eq(make_pool(&p, "sd", 2, 0, 0, rp_strategy_round_robin()), 0);
+    static gate g;
+    gate_init(&g);
+    cr_assert(block_all_routees(p, holds, &LOG, &g));
+    for (size_t i = 0; i < 2; i++) {
+        probe_init_n(q[i], 50, &LOG, (int)(100 * i), NULL);
+        for (int k = 0; k < 50; k++)
+            cr_assert_eq(rp_routee_tell(rp_pool_routee(p, i), probe_job,
+                                        &q[i][k]), 0);
+        cr_assert_eq(rp_routee_depth(rp_pool_routee(p, i)), 50);
+    }
+    *op = (opener){.pool = p, .gate = &g};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, open_after_stop, op), 0);
+    const int rc = rp_pool_shutdown(p, mode);
+    pthread_join(t, NULL);
+    cr_assert_eq(rc, 0);
+    probe late;
+    probe_init(&late, &LOG, 999, NULL);
+    cr_assert_eq(rp_pool_submit(p, probe_job, &late), RP_ESHUTDOWN);
+    const int trc = rp_routee_tell(rp_pool_routee(p, 0), probe_job, &late);
+    cr_assert(trc == RP_ESHUTDOWN || trc == RP_ESTOPPED,
+              "tell after shutdown: %s", rp_err_name(trc));
+    cr_assert_eq(rp_pool_wait_idle(p, 1000), 0);
+    cr_assert_eq(rp_pool_shutdown(p, mode), 0, "second shutdown is a no-op");
+    rp_pool_destroy(p);
+    gate_destroy(&g);
+    cr_assert_eq(probe_runs(&late) + probe_undel(&late), 0);
+}
+
+Test(shutdown, drain_runs_everything_queued, .init = setup, .timeout = 20)
+{
+    probe holds[2], q[2][50];
+    opener op;
+    shutdown_with_queue(RP_SHUTDOWN_DRAIN, holds, q, &op);
+    cr_assert_eq(tlog_nrun(&LOG), 102);
+    cr_assert_eq(tlog_nundel(&LOG), 0);
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 50; k++) {
+            cr_assert_eq(probe_runs(&q[i][k]), 1);
+            cr_assert_eq(probe_routee(&q[i][k]), i);
+        }
+}
+
+Test(shutdown, abort_hands_queued_jobs_back_with_eshutdown, .init = setup,
+     .timeout = 20)
+{
+    probe holds[2], q[2][50];
+    opener op;
+    shutdown_with_queue(RP_SHUTDOWN_ABORT, holds, q, &op);
+    cr_assert_eq(tlog_nrun(&LOG), 2, "only the running jobs finish");
+    cr_assert_eq(probe_runs(&holds[0]), 1);
+    cr_assert_eq(probe_runs(&holds[1]), 1);
+    cr_assert_eq(tlog_nundel(&LOG), 100);
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 50; k++) {
+            cr_assert_eq(probe_runs(&q[i][k]), 0);
+            cr_assert_eq(probe_undel(&q[i][k]), 1);
+            cr_assert_eq(atomic_load(&q[i][k].reason), RP_ESHUTDOWN,
+                         "job %d/%d: %s", i, k,
+                         rp_err_name(atomic_load(&q[i][k].reason)));
+        }
+}
+
+static atomic_int destroyed_runs;
+
+static void count_job(rp_job_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    atomic_fetch_add_explicit(&destroyed_runs, 1, memory_order_relaxed);
+}
+
+Test(shutdown, destroy_without_shutdown_drains, .timeout = 20)
+{
+    rp_pool *p = NULL;
+    cr_assert_eq(make_pool(&p, "dd", 3, 0, 0, rp_strategy_round_robin()), 0);
+    atomic_init(&destroyed_runs, 0);
+    for (int i = 0; i < 3000; i++)
+        cr_assert_eq(rp_pool_submit(p, count_job, NULL), 0);
+    rp_pool_destroy(p);
+    cr_assert_eq(atomic_load(&destroyed_runs), 3000);
+}
+
+/* ---- wait_idle ---- */
+
+Test(pool, wait_idle_times_out_while_a_job_runs, .init = setup,
+     .timeout = 10)
+{
+    rp_pool *p = NULL;
+    cr_assert_eq(make_pool(&p, "wi", 2, 0, 0, rp_strategy_round_robin()), 0);
+    cr_assert_eq(rp_pool_wait_idle(p, 0), 0, "a new pool is idle");
+    gate g;
+    gate_init(&g);
+    probe hold;
+    probe_init(&hold, &LOG, 0, &g);
+    cr_assert_eq(rp_pool_submit(p, probe_job, &hold), 0);
+    cr_assert(gate_wait_entered(&g, 1, 5000));
+    const int64_t t0 = now_ms();
+    cr_assert_eq(rp_pool_wait_idle(p, 100), RP_ETIMEDOUT);
+    const int64_t waited = now_ms() - t0;
+    cr_assert(waited >= 90 && waited < 2000, "waited %lld ms for 100",
+              (long long)waited);
+    cr_assert_eq(rp_pool_wait_idle(p, 0), RP_ETIMEDOUT);
+    gate_open(&g);
+    cr_assert_eq(rp_pool_wait_idle(p, -1), 0);
+    cr_assert_eq(probe_runs(&hold), 1);
+    rp_pool_destroy(p);
+    gate_destroy(&g);
+}
+
+/* An on_undelivered that takes its time, as one that frees or logs may. */
+static void slow_undelivered(void *arg, int reason, void *user)
+{
+    (void)user;
+    sleep_ms(100);
+    probe_undelivered(arg, reason, NULL);
+}
+
+Test(pool, wait_idle_returns_only_after_handed_back_jobs_reached_callback,
+     .init = setup, .timeout = 20)
+{
+    rp_pool_options o;
+    rp_pool_options_init(&o);
+    o.name = "slowcb";
+    o.routees = 2;
+    o.on_undelivered = slow_undelivered;
+    rp_pool *p = NULL;
+    cr_assert_eq(rp_pool_create(&p, &o), 0);
+    gate g;
+    gate_init(&g);
+    probe hold, q[3];
+    probe_init(&hold, &LOG, -1, &g);
+    probe_init_n(q, 3, &LOG, 0, NULL);
+    rp_routee *r0 = rp_pool_routee(p, 0);
+    cr_assert_eq(rp_routee_tell(r0, probe_job, &hold), 0);
+    cr_assert(gate_wait_entered(&g, 1, 5000));
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(rp_routee_tell(r0, probe_job, &q[i]), 0);
+    cr_assert_eq(rp_routee_stop(r0), 0);
+    gate_open(&g);
+
+    /* "Idle" means every accepted job has run or been handed back: the
+     * moment wait_idle says so, all three must have reached the callback. */
+    int rc;
+    const int64_t deadline = now_ms() + 5000;
+    while ((rc = rp_pool_wait_idle(p, 0)) == RP_ETIMEDOUT &&
+           now_ms() < deadline) {
+    }
+    cr_assert_eq(rc, 0);
+    int handed = 0;
+    for (int i = 0; i < 3; i++)
+        handed += probe_undel(&q[i]);
+    cr_assert_eq(handed, 3, "wait_idle returned 0 when only %d of 3 stopped "
+                 "jobs had been handed back", handed);
+    rp_pool_destroy(p);
+    gate_destroy(&g);
+}
+
+/* ---- calls from inside a job ---- */
+
+typedef struct inside {
+    atomic_int wait_rc, shutdown_rc, inner_runs, submit_rc;
+    logcap *log;
+} inside;
+
+static void inner_job(rp_job_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    atomic_fetch_add(&((inside *)arg)->inner_runs, 1);
+}
+
+static void outer_job(rp_job_ctx *ctx, void *arg)
+{
+    inside *in = arg;
+    rp_pool *p = rp_job_pool(ctx);
+    atomic_store(&in->wait_rc, rp_pool_wait_idle(p, 0));
+    atomic_store(&in->shutdown_rc, rp_pool_shutdown(p, RP_SHUTDOWN_DRAIN));
+    rp_pool_destroy(p); /* must do nothing but log an error */
+    atomic_store(&in->submit_rc, rp_pool_submit(p, inner_job, in));
+}
+
+Test(pool, calls_from_a_routee_thread_are_refused_or_allowed,
+     .init = setup, .timeout = 10)
+{
+    logcap lc;
+    logcap_init(&lc);
+    rp_pool_options o;
+    rp_pool_options_init(&o);
+    o.name = "in";
+    o.routees = 2;
+    o.log = logcap_fn;
+    o.log_user = &lc;
+    rp_pool *p = NULL;
+    cr_assert_eq(rp_pool_create(&p, &o), 0);
+    inside in = {.log = &lc};
+    atomic_init(&in.wait_rc, 1);
+    atomic_init(&in.shutdown_rc, 1);
+    atomic_init(&in.inner_runs, 0);
+    atomic_init(&in.submit_rc, 1);
+    cr_assert_eq(rp_pool_submit(p, outer_job, &in), 0);
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    cr_assert_eq(atomic_load(&in.wait_rc), RP_EBUSY);
+    cr_assert_eq(atomic_load(&in.shutdown_rc), RP_EBUSY);
+    cr_assert_eq(atomic_load(&in.submit_rc), 0, "submit from a job: %s",
+                 rp_err_name(atomic_load(&in.submit_rc)));
+    cr_assert_eq(atomic_load(&in.inner_runs), 1,
+                 "wait_idle must cover a job submitted by a job");
+    cr_assert_geq(logcap_count(&lc, RP_LOG_ERROR), 1,
+                  "destroy from a routee thread logs an error");
+    rp_pool_destroy(p);
+}
+
+/* ---- CPU pinning ---- */
+
+typedef struct pin_arg {
+    atomic_int ok, bad;
+} pin_arg;
+
+static void pin_job(rp_job_ctx *ctx, void *arg)
+{
+    pin_arg *a = arg;
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    const bool pinned =
+        sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1 &&
+        CPU_ISSET(rp_job_routee(ctx) % (int)online, &set);
+    atomic_fetch_add(pinned ? &a->ok : &a->bad, 1);
+}
+
+Test(pool, pin_cpus_pins_routee_i_to_cpu_i_mod_online, .init = setup,
+     .timeout = 10)
+{
+    rp_pool_options o;
+    rp_pool_options_init(&o);
+    o.name = "pin";
+    o.routees = 3;
+    o.pin_cpus = true;
+    rp_pool *p = NULL;
+    cr_assert_eq(rp_pool_create(&p, &o), 0, "%s", rp_errmsg());
+    pin_arg a;
+    atomic_init(&a.ok, 0);
+    atomic_init(&a.bad, 0);
+    for (size_t i = 0; i < 3; i++)
+        cr_assert_eq(rp_routee_tell(rp_pool_routee(p, i), pin_job, &a), 0);
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    cr_assert_eq(atomic_load(&a.ok), 3, "%d routees not pinned to CPU i %% "
+                 "online", atomic_load(&a.bad));
+    rp_pool_destroy(p);
+}
+
+/* ---- counters ---- */
+
+Test(pool, stats_count_every_job_per_routee, .init = setup, .timeout = 10)
+{
+    rp_pool *p = NULL;
+    cr_assert_eq(make_pool(&p, "st", 2, 0, 0, rp_strategy_round_robin()), 0);
+    static probe pr[2][50];
+    for (size_t i = 0; i < 2; i++) {
+        probe_init_n(pr[i], 50, &LOG, 0, NULL);
+        for (int k = 0; k < 50; k++)
+            cr_assert_eq(rp_routee_tell(rp_pool_routee(p, i), probe_job,
+                                        &pr[i][k]), 0);
+    }
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    for (size_t i = 0; i < 2; i++) {
+        const rp_routee_stats st = stats_of(p, i);
+        cr_assert_eq(st.enqueued, 50u);
+        cr_assert_eq(st.run, 50u);
+        cr_assert_eq(st.rejected, 0u);
+        cr_assert_eq(st.dropped, 0u);
+        cr_assert_eq(st.undelivered, 0u);
+        cr_assert_eq(rp_routee_depth(rp_pool_routee(p, i)), 0);
+    }
+    cr_assert_eq(rp_router_undelivered(rp_pool_router(p)), 0u);
+    rp_pool_destroy(p);
+}
+
+Test(pool, busy_reflects_a_running_job, .init = setup, .timeout = 10)
+{
+    rp_pool *p = NULL;
+    cr_assert_eq(make_pool(&p, "bz", 1, 0, 0, rp_strategy_round_robin()), 0);
+    rp_routee *r = rp_pool_routee(p, 0);
+    cr_assert_not(rp_routee_busy(r));
+    gate g;
+    gate_init(&g);
+    probe hold;
+    probe_init(&hold, &LOG, 0, &g);
+    cr_assert_eq(rp_routee_tell(r, probe_job, &hold), 0);
+    cr_assert(gate_wait_entered(&g, 1, 5000));
+    cr_assert(rp_routee_busy(r));
+    cr_assert_eq(rp_routee_depth(r), 0, "the running job is not queued");
+    gate_open(&g);
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    const int64_t deadline = now_ms() + 1000;
+    while (rp_routee_busy(r) && now_ms() < deadline)
+        sleep_ms(1);
+    cr_assert_not(rp_routee_busy(r));
+    rp_pool_destroy(p);
+    gate_destroy(&g);
+}

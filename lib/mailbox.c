@@ -38,6 +38,7 @@ int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,
     atomic_init(&mb->dropped, 0);
     atomic_init(&mb->undelivered, 0);
     atomic_init(&mb->retired, 0);
+    atomic_init(&mb->stolen_from, 0);
     mb->capacity = capacity;
     mb->overflow = overflow;
     mb->handback = handback;
@@ -222,26 +223,52 @@ void rp__mailbox_job_free(rp__job *job)
     rp__freelist_put(&job->home->jobs, job);
 }
 
-void rp__mailbox_drain_handback(rp__mailbox *mb, int reason)
+void rp__mailbox_hand_back(rp__mailbox *mb, rp__job *job, int reason)
+{
+    handback(mb, job->arg, reason, false);
+    rp__mailbox_job_free(job);
+}
+
+void rp__mailbox_drain(rp__mailbox *mb, rp__dispose_fn dispose, void *ctx)
 {
     for (;;) {
         rp__job *job = rp__mailbox_pop_owner(mb);
         uint32_t v;
 
         if (job) {
-            handback(mb, job->arg, reason, true);
-            rp__mailbox_job_free(job);
+            atomic_fetch_add_explicit(&mb->retired, 1, memory_order_relaxed);
+            dispose(ctx, job);
             continue;
         }
         if (rp__mailbox_depth(mb) == 0)
             return;
-        /* A producer reserved before the close and has not enqueued yet:
-         * sleep until it enqueues or backs out (both signal). */
+        /* A producer reserved before the close and has not enqueued yet,
+         * or a thief popped and has not released the slot: sleep until it
+         * does (both signal). */
         v = rp__event_prepare(&mb->ev);
         if (!rp__mailbox_empty(mb) || rp__mailbox_depth(mb) == 0)
             continue;
         rp__event_wait(&mb->ev, v, NULL);
     }
+}
+
+unsigned rp__mailbox_steal(rp__mailbox *mb, rp__job **out, unsigned max)
+{
+    unsigned got = 0;
+
+    while (got < max) {
+        rp__job *job = rp__lane_pop_mc(&mb->stealable);
+        if (!job)
+            break;
+        out[got++] = job;
+    }
+    if (got == 0)
+        return 0;
+    atomic_fetch_add_explicit(&mb->stolen_from, got, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&mb->depth, got, memory_order_seq_cst);
+    /* A closing owner may be waiting for depth to reach 0. */
+    rp__event_signal(&mb->ev);
+    return got;
 }
 
 bool rp__mailbox_close(rp__mailbox *mb, int reason)

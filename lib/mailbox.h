@@ -47,7 +47,8 @@ struct rp__mailbox {
     RP_ALIGNED _Atomic uint64_t rejected;
     _Atomic uint64_t dropped;
     _Atomic uint64_t undelivered;
-    _Atomic uint64_t retired; /* left the queue without running */
+    _Atomic uint64_t retired; /* left the queue without running here */
+    _Atomic uint64_t stolen_from; /* taken by other routees */
     rp__lane pinned;
     rp__lane stealable;
     rp__freelist jobs;
@@ -67,9 +68,25 @@ int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned);
 rp__job *rp__mailbox_pop_owner(rp__mailbox *mb);
 void rp__mailbox_job_free(rp__job *job);
 
-/* Owner: hand every queued job back with reason, waiting for in-flight
- * producers, until depth reaches 0.  Only after rp__mailbox_close(). */
-void rp__mailbox_drain_handback(rp__mailbox *mb, int reason);
+/* What the owner does with each job left in a closed mailbox. */
+typedef void (*rp__dispose_fn)(void *ctx, rp__job *job);
+
+/* Owner, after rp__mailbox_close(): take every queued job, waiting for
+ * in-flight producers, until depth reaches 0, and pass each to dispose
+ * (which must free it).  Each counts as retired. */
+void rp__mailbox_drain(rp__mailbox *mb, rp__dispose_fn dispose, void *ctx);
+
+/* Hand a job that left the queue back with reason and free it. */
+void rp__mailbox_hand_back(rp__mailbox *mb, rp__job *job, int reason);
+
+/* Thief: take up to max of the oldest stealable jobs (never pinned ones)
+ * into out, releasing their slots.  Returns how many. */
+unsigned rp__mailbox_steal(rp__mailbox *mb, rp__job **out, unsigned max);
+
+static inline bool rp__mailbox_has_stealable(rp__mailbox *mb)
+{
+    return !rp__lane_empty(&mb->stealable);
+}
 
 /* Refuse further pushes with reason (first reason wins) and wake the
  * owner.  Returns true when this call closed it. */

@@ -13,6 +13,19 @@
  * before every accepted counter and finding equal sums proves the pool was
  * idle at some instant in between.
  *
+ * Stealing.  A routee whose own queue is empty takes up to half the depth
+ * (at most RP__STEAL_MAX) of the oldest stealable jobs of the deepest other
+ * routee, runs the first and keeps the rest in a private batch that counts
+ * in its own depth.  Pinned jobs live in the other lane and are never
+ * touched.  Wake-ups: a routee about to sleep sets its bit in idle_bits and
+ * then looks at every stealable lane once more; a producer that queued a
+ * stealable job behind a busy routee checks idle_bits after its fence and,
+ * unless a woken thief is already searching, claims one bit and wakes that
+ * routee (Dekker on idle_bits / lanes: one of the two sees the other).  At
+ * most one thief is woken per searching period; a thief that finds more
+ * backlog after its steal wakes the next one, so wake-ups grow with the
+ * work, not with the number of jobs (no thundering herd).
+ *
  * Lock order: pool->life only (shutdown, destroy); never held while a job runs.
  */
 #include <errno.h>
@@ -40,6 +53,7 @@ void rp_pool_options_init(rp_pool_options *opts)
     memset(opts, 0, sizeof *opts);
     opts->name = "pool";
     opts->overflow = RP_OVERFLOW_REJECT;
+    opts->steal = true;
     opts->strategy = rp_strategy_round_robin();
 }
 
@@ -129,6 +143,164 @@ static void run_job(rp_routee *r, rp__job *job)
                           memory_order_release);
 }
 
+static void owner_add(_Atomic uint64_t *counter, uint64_t n)
+{
+    atomic_store_explicit(counter,
+                          atomic_load_explicit(counter, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+static uint64_t idle_bit(const rp_routee *r)
+{
+    return 1ull << (r->index % 64);
+}
+
+static void set_idle(rp_pool *pool, const rp_routee *r)
+{
+    atomic_fetch_or_explicit(&pool->idle_bits[r->index / 64], idle_bit(r),
+                             memory_order_seq_cst);
+}
+
+/* Clear our own bit.  False when a waker cleared it first: then that
+ * waker counted us in pool->searching. */
+static bool clear_idle(rp_pool *pool, const rp_routee *r)
+{
+    uint64_t old = atomic_fetch_and_explicit(&pool->idle_bits[r->index / 64],
+                                             ~idle_bit(r), memory_order_seq_cst);
+    return (old & idle_bit(r)) != 0;
+}
+
+/* Wake one sleeping routee to steal, unless a thief is already looking. */
+static void wake_thief(rp_pool *pool)
+{
+    int expected = 0;
+
+    if (atomic_load_explicit(&pool->searching, memory_order_seq_cst) != 0 ||
+        !atomic_compare_exchange_strong_explicit(&pool->searching, &expected, 1,
+                                                 memory_order_seq_cst,
+                                                 memory_order_relaxed))
+        return;
+    for (unsigned w = 0; w < (pool->n + 63) / 64; w++) {
+        uint64_t bits = atomic_load_explicit(&pool->idle_bits[w], memory_order_seq_cst);
+        while (bits) {
+            uint64_t bit = bits & -bits;
+            uint64_t old = atomic_fetch_and_explicit(&pool->idle_bits[w], ~bit,
+                                                     memory_order_seq_cst);
+            if (old & bit) {
+                /* Claimed: that routee now counts as searching. */
+                rp__event_signal(&pool->routees[w * 64 + __builtin_ctzll(bit)].mb.ev);
+                return;
+            }
+            bits = old & ~bit;
+        }
+    }
+    atomic_fetch_sub_explicit(&pool->searching, 1, memory_order_seq_cst);
+}
+
+static bool any_idle(rp_pool *pool)
+{
+    for (unsigned w = 0; w < (pool->n + 63) / 64; w++)
+        if (atomic_load_explicit(&pool->idle_bits[w], memory_order_seq_cst))
+            return true;
+    return false;
+}
+
+void rp__pool_stealable_queued(rp_pool *pool, rp_routee *target)
+{
+    if (!pool->steal)
+        return;
+    if (!atomic_load_explicit(&target->busy, memory_order_relaxed) &&
+        rp__mailbox_depth(&target->mb) <= 1)
+        return; /* the target itself is about to run it */
+    if (any_idle(pool))
+        wake_thief(pool);
+}
+
+static void stop_searching(rp_pool *pool, bool *searching)
+{
+    if (*searching)
+        atomic_fetch_sub_explicit(&pool->searching, 1, memory_order_seq_cst);
+    *searching = false;
+}
+
+/* The deepest other routee with stealable work, or NULL. */
+static rp_routee *pick_victim(rp_routee *r, int64_t *depth)
+{
+    rp_pool *pool = r->pool;
+    rp_routee *victim = NULL;
+
+    *depth = 0;
+    for (unsigned k = 1; k < pool->n; k++) {
+        rp_routee *v = &pool->routees[((unsigned)r->index + k) % pool->n];
+        int64_t d;
+
+        if (!rp__mailbox_has_stealable(&v->mb))
+            continue;
+        d = rp__mailbox_depth(&v->mb);
+        if (d > *depth || !victim) {
+            victim = v;
+            *depth = d;
+        }
+    }
+    return victim;
+}
+
+/* Steal a batch; run the first, keep the rest (counted in our depth). */
+static rp__job *steal(rp_routee *r)
+{
+    rp__job *batch[RP__STEAL_MAX];
+    int64_t depth;
+    rp_routee *victim = pick_victim(r, &depth);
+    unsigned want, got;
+
+    if (!victim)
+        return NULL;
+    want = depth / 2 < 1 ? 1 : depth / 2 > RP__STEAL_MAX ? RP__STEAL_MAX : (unsigned)(depth / 2);
+    if (!(got = rp__mailbox_steal(&victim->mb, batch, want)))
+        return NULL;
+    owner_add(&r->stole, got);
+    if (got > 1) {
+        atomic_fetch_add_explicit(&r->mb.depth, got - 1, memory_order_seq_cst);
+        for (unsigned i = 1; i < got; i++)
+            r->stolen[i - 1] = batch[i];
+        r->stolen_next = 0;
+        r->stolen_count = got - 1;
+    }
+    /* More work waits behind the victim: hand the search on. */
+    if (rp__mailbox_has_stealable(&victim->mb))
+        wake_thief(r->pool);
+    return batch[0];
+}
+
+static rp__job *take_stolen(rp_routee *r)
+{
+    if (r->stolen_next == r->stolen_count)
+        return NULL;
+    atomic_fetch_sub_explicit(&r->mb.depth, 1, memory_order_seq_cst);
+    return r->stolen[r->stolen_next++];
+}
+
+static rp__job *next_job(rp_routee *r)
+{
+    rp__job *job = take_stolen(r);
+
+    if (!job)
+        job = rp__mailbox_pop_owner(&r->mb);
+    if (!job && r->pool->steal)
+        job = steal(r);
+    return job;
+}
+
+static bool any_stealable(rp_routee *r)
+{
+    rp_pool *pool = r->pool;
+
+    for (unsigned k = 1; k < pool->n; k++)
+        if (rp__mailbox_has_stealable(&pool->routees[((unsigned)r->index + k) % pool->n].mb))
+            return true;
+    return false;
+}
+
 /* Whether a closed mailbox means: hand everything back and exit. */
 static bool must_hand_back(rp_routee *r, int closed)
 {
@@ -136,17 +308,80 @@ static bool must_hand_back(rp_routee *r, int closed)
            (closed && atomic_load_explicit(&r->pool->abort, memory_order_acquire));
 }
 
-/* Sleep until there may be work, or a reason to exit. */
-static void idle_sleep(rp_routee *r)
+/* Move a stopped routee's stealable job to the live routee with the
+ * smallest mailbox.  0 when it was accepted there. */
+static int reroute(rp_routee *r, rp__job *job)
 {
-    uint32_t v = rp__event_prepare(&r->mb.ev);
-    int closed = rp__mailbox_closed(&r->mb);
+    rp_pool *pool = r->pool;
+    rp_routee *best = NULL;
+    int64_t best_score = 0;
+    int rc;
 
-    if (!rp__mailbox_empty(&r->mb) || must_hand_back(r, closed) ||
-        (closed && rp__mailbox_depth(&r->mb) == 0))
+    for (unsigned k = 1; k < pool->n; k++) {
+        rp_routee *t = &pool->routees[((unsigned)r->index + k) % pool->n];
+        int64_t score;
+
+        if (rp__routee_stopped(t))
+            continue;
+        score = rp__routee_score(t);
+        if (!best || score < best_score) {
+            best = t;
+            best_score = score;
+        }
+    }
+    if (!best)
+        return RP_ESTOPPED;
+    if ((rc = rp__mailbox_push_mp(&best->mb, job->fn, job->arg, false)) == 0)
+        rp__pool_stealable_queued(pool, best);
+    return rc;
+}
+
+/* What happens to each job a closing routee still holds. */
+static void dispose(void *ctx, rp__job *job)
+{
+    rp_routee *r = ctx;
+    int reason = rp__mailbox_closed(&r->mb);
+
+    if (reason == RP_ESTOPPED && r->pool->steal && !(job->flags & RP__JOB_PINNED) &&
+        reroute(r, job) == 0) {
+        atomic_fetch_add_explicit(&r->rerouted, 1, memory_order_relaxed);
+        rp__mailbox_job_free(job);
         return;
-    notify_idle(r->pool);
-    rp__event_wait(&r->mb.ev, v, NULL);
+    }
+    rp__mailbox_hand_back(&r->mb, job, reason);
+}
+
+/* Stop or abort: empty the stolen batch and the mailbox. */
+static void retire(rp_routee *r)
+{
+    rp__job *job;
+
+    while ((job = take_stolen(r)) != NULL) {
+        atomic_fetch_add_explicit(&r->mb.retired, 1, memory_order_relaxed);
+        dispose(r, job);
+    }
+    rp__mailbox_drain(&r->mb, dispose, r);
+}
+
+/* Sleep until there may be work, or a reason to exit. */
+static void idle_sleep(rp_routee *r, bool *searching)
+{
+    rp_pool *pool = r->pool;
+    uint32_t v;
+    int closed;
+
+    if (pool->steal)
+        set_idle(pool, r);
+    v = rp__event_prepare(&r->mb.ev);
+    closed = rp__mailbox_closed(&r->mb);
+    if (rp__mailbox_empty(&r->mb) && !must_hand_back(r, closed) &&
+        !(closed && rp__mailbox_depth(&r->mb) == 0) &&
+        !(pool->steal && any_stealable(r))) {
+        notify_idle(pool);
+        rp__event_wait(&r->mb.ev, v, NULL);
+    }
+    if (pool->steal && !clear_idle(pool, r))
+        *searching = true;
 }
 
 static void set_busy(rp_routee *r, bool *busy, bool now)
@@ -160,7 +395,7 @@ static void set_busy(rp_routee *r, bool *busy, bool now)
 static void *routee_main(void *p)
 {
     rp_routee *r = p;
-    bool busy = false;
+    bool busy = false, searching = false;
 
     current_routee = r;
     name_thread(r->pool, r->index);
@@ -171,21 +406,24 @@ static void *routee_main(void *p)
         rp__job *job;
 
         if (must_hand_back(r, closed)) {
-            rp__mailbox_drain_handback(&r->mb, closed);
+            retire(r);
             break;
         }
         /* Busy before the pop: the score depth + busy must not dip to 0
          * between taking a job and starting it. */
         set_busy(r, &busy, true);
-        if ((job = rp__mailbox_pop_owner(&r->mb)) != NULL) {
+        if ((job = next_job(r)) != NULL) {
+            stop_searching(r->pool, &searching);
             run_job(r, job);
             continue;
         }
         set_busy(r, &busy, false);
+        stop_searching(r->pool, &searching);
         if (closed && rp__mailbox_depth(&r->mb) == 0)
             break; /* drained */
-        idle_sleep(r);
+        idle_sleep(r, &searching);
     }
+    stop_searching(r->pool, &searching);
     atomic_store_explicit(&r->busy, 0, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
     notify_idle(r->pool);
@@ -211,6 +449,8 @@ static int init_routees(rp_pool *pool, const rp_pool_options *o)
         r->ident = XXH3_64bits(id, strlen(id));
         atomic_init(&r->busy, 0);
         atomic_init(&r->run, 0);
+        atomic_init(&r->stole, 0);
+        atomic_init(&r->rerouted, 0);
         rc = rp__mailbox_init(&r->mb, &pool->arena, o->mailbox_capacity,
                               o->overflow, rp__pool_handback, pool);
         if (rc < 0)
@@ -258,6 +498,10 @@ int rp_pool_create(rp_pool **out, const rp_pool_options *opts)
     }
     pool->n = n;
     pool->pin_cpus = opts->pin_cpus;
+    pool->steal = opts->steal;
+    atomic_init(&pool->searching, 0);
+    for (unsigned w = 0; w < RP_ROUTEES_MAX / 64; w++)
+        atomic_init(&pool->idle_bits[w], 0);
     pool->on_undelivered = opts->on_undelivered;
     pool->undelivered_user = opts->undelivered_user;
     pool->log = opts->log;

@@ -21,6 +21,7 @@ struct rp_pool {
     void *undelivered_user;
     rp_log_fn log;
     void *log_user;
+    bool steal;
     rp_router *router; /* the default router */
     _Atomic int abort;  /* shutdown mode is RP_SHUTDOWN_ABORT */
     pthread_mutex_t life; /* serialises shutdown and destroy */
@@ -29,7 +30,15 @@ struct rp_pool {
      * broadcast. */
     RP_ALIGNED _Atomic uint32_t idle_waiters;
     rp__event idle_ev;
+    /* Stealing: routees woken to steal that are still looking, and one
+     * bit per sleeping routee.  See "Stealing" in pool.c. */
+    RP_ALIGNED _Atomic int searching;
+    RP_ALIGNED _Atomic uint64_t idle_bits[RP_ROUTEES_MAX / 64];
 };
+
+/* A producer queued a stealable job on target (after its fence): wake a
+ * sleeping routee to steal it if target is busy and nobody is looking. */
+void rp__pool_stealable_queued(rp_pool *pool, rp_routee *target);
 
 /* Hand a job back through the pool's callback (counted by the caller). */
 void rp__pool_handback(void *pool, void *arg, int reason);

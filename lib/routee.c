@@ -29,12 +29,17 @@ int64_t rp__routee_score(const rp_routee *r)
 
 int rp__routee_deliver(rp_routee *r, rp_job_fn fn, void *arg, bool pinned)
 {
+    int rc;
+
     if (r->kind == RP__ROUTEE_FOREIGN) {
         if (rp__routee_stopped(r))
             return RP_ESTOPPED;
         return r->send(fn, arg, r->user) == 0 ? 0 : RP_ESEND;
     }
-    return rp__mailbox_push_mp(&r->mb, fn, arg, pinned);
+    rc = rp__mailbox_push_mp(&r->mb, fn, arg, pinned);
+    if (rc == 0 && !pinned)
+        rp__pool_stealable_queued(r->pool, r);
+    return rc;
 }
 
 int rp_routee_tell(rp_routee *r, rp_job_fn fn, void *arg)
@@ -97,6 +102,9 @@ int rp_routee_stats_get(const rp_routee *r, rp_routee_stats *out)
     out->rejected = atomic_load_explicit(&r->mb.rejected, memory_order_relaxed);
     out->dropped = atomic_load_explicit(&r->mb.dropped, memory_order_relaxed);
     out->undelivered = atomic_load_explicit(&r->mb.undelivered, memory_order_relaxed);
+    out->stolen_from = atomic_load_explicit(&r->mb.stolen_from, memory_order_relaxed);
+    out->stole = atomic_load_explicit(&r->stole, memory_order_relaxed);
+    out->rerouted = atomic_load_explicit(&r->rerouted, memory_order_relaxed);
     return 0;
 }
 

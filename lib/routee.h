@@ -13,6 +13,9 @@
 
 enum { RP__ROUTEE_LOCAL = 1, RP__ROUTEE_FOREIGN = 2 };
 
+/* Most jobs one steal takes (half the victim's depth, at least one). */
+#define RP__STEAL_MAX 8u
+
 struct rp_routee {
     int kind;
     int index;      /* in its pool; -1 for foreign routees */
@@ -26,8 +29,14 @@ struct rp_routee {
     /* Written by the owner around every job; read by routers. */
     RP_ALIGNED _Atomic int busy;
     _Atomic uint64_t run; /* owner-only writes */
+    _Atomic uint64_t stole; /* owner-only writes */
+    _Atomic uint64_t rerouted;
     pthread_t thread;
     bool started;
+    /* Jobs this routee stole and has not run yet (owner-only).  They count
+     * in its depth, so routers see them. */
+    rp__job *stolen[RP__STEAL_MAX];
+    unsigned stolen_next, stolen_count;
     rp__mailbox mb;
 };
 

@@ -108,6 +108,12 @@ typedef struct rp_pool_options {
     int overflow;
     /** Pin routee i to online CPU i % online CPUs.  Default false. */
     bool pin_cpus;
+    /** Work stealing: a routee whose own queue is empty takes the oldest
+     *  stealable jobs of the deepest routee before it sleeps, and a
+     *  sleeping routee is woken when stealable work waits behind a busy
+     *  one.  Pinned jobs (keyed, broadcast copies, rp_routee_tell, pinned
+     *  by a custom strategy) are never stolen.  Default true. */
+    bool steal;
     /** Strategy of the pool's default router, used by rp_pool_submit().
      *  Default rp_strategy_round_robin(). */
     rp_strategy strategy;
@@ -229,9 +235,11 @@ bool rp_routee_busy(const rp_routee *r);
 
 /**
  * Stop one routee: it finishes its current job and its thread exits.
- * Routers skip it from the moment this is called; jobs still queued on it
- * are handed back with RP_ESTOPPED.  Idempotent.  Returns without waiting
- * for the running job.
+ * Routers skip it from the moment this is called.  Its stealable queued
+ * jobs are re-routed to the live routee with the smallest mailbox (when
+ * the pool steals); its pinned jobs, and every job when no routee is live
+ * or stealing is off, are handed back with RP_ESTOPPED.  Idempotent.
+ * Returns without waiting for the running job.
  * @return 0, or RP_EINVAL for NULL.
  */
 int rp_routee_stop(rp_routee *r);
@@ -249,6 +257,9 @@ typedef struct rp_routee_stats {
     uint64_t rejected;    /**< submits refused with RP_EFULL */
     uint64_t dropped;     /**< handed back RP_EDROPPED or RP_EEVICTED */
     uint64_t undelivered; /**< every job handed back from this routee, any reason */
+    uint64_t stolen_from; /**< jobs other routees stole from this one */
+    uint64_t stole;       /**< jobs this routee stole from others */
+    uint64_t rerouted;    /**< stealable jobs moved to live routees when this one stopped */
 } rp_routee_stats;
 
 /**

@@ -236,8 +236,10 @@ void rp__mailbox_drain(rp__mailbox *mb, rp__dispose_fn dispose, void *ctx)
         uint32_t v;
 
         if (job) {
-            atomic_fetch_add_explicit(&mb->retired, 1, memory_order_relaxed);
+            /* Retired after dispose: a job re-routed elsewhere must be
+             * accepted there before it stops counting here (wait_idle). */
             dispose(ctx, job);
+            atomic_fetch_add_explicit(&mb->retired, 1, memory_order_release);
             continue;
         }
         if (rp__mailbox_depth(mb) == 0)

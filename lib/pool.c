@@ -223,7 +223,21 @@ static void stop_searching(rp_pool *pool, bool *searching)
     *searching = false;
 }
 
-/* The deepest other routee with stealable work, or NULL. */
+/*
+ * Whether a thief may take v's stealable work: only work that waits - v
+ * is running a job, or holds more than the one job it is about to take.
+ * An idle routee with one queued job has been signalled and will run it
+ * itself; stealing that job would only move it away from the routee the
+ * router chose (and make an idle pool stop behaving like its router).
+ */
+static bool worth_stealing(rp_routee *v)
+{
+    return rp__mailbox_has_stealable(&v->mb) &&
+           (atomic_load_explicit(&v->busy, memory_order_seq_cst) ||
+            rp__mailbox_depth(&v->mb) > 1);
+}
+
+/* The deepest other routee with work worth stealing, or NULL. */
 static rp_routee *pick_victim(rp_routee *r, int64_t *depth)
 {
     rp_pool *pool = r->pool;
@@ -234,7 +248,7 @@ static rp_routee *pick_victim(rp_routee *r, int64_t *depth)
         rp_routee *v = &pool->routees[((unsigned)r->index + k) % pool->n];
         int64_t d;
 
-        if (!rp__mailbox_has_stealable(&v->mb))
+        if (!worth_stealing(v))
             continue;
         d = rp__mailbox_depth(&v->mb);
         if (d > *depth || !victim) {
@@ -267,7 +281,7 @@ static rp__job *steal(rp_routee *r)
         r->stolen_count = got - 1;
     }
     /* More work waits behind the victim: hand the search on. */
-    if (rp__mailbox_has_stealable(&victim->mb))
+    if (worth_stealing(victim))
         wake_thief(r->pool);
     return batch[0];
 }
@@ -291,12 +305,13 @@ static rp__job *next_job(rp_routee *r)
     return job;
 }
 
+/* The thief's last look before it sleeps (after setting its idle bit). */
 static bool any_stealable(rp_routee *r)
 {
     rp_pool *pool = r->pool;
 
     for (unsigned k = 1; k < pool->n; k++)
-        if (rp__mailbox_has_stealable(&pool->routees[((unsigned)r->index + k) % pool->n].mb))
+        if (worth_stealing(&pool->routees[((unsigned)r->index + k) % pool->n]))
             return true;
     return false;
 }
@@ -357,8 +372,8 @@ static void retire(rp_routee *r)
     rp__job *job;
 
     while ((job = take_stolen(r)) != NULL) {
-        atomic_fetch_add_explicit(&r->mb.retired, 1, memory_order_relaxed);
         dispose(r, job);
+        atomic_fetch_add_explicit(&r->mb.retired, 1, memory_order_release);
     }
     rp__mailbox_drain(&r->mb, dispose, r);
 }

@@ -1,0 +1,172 @@
+/*
+ * bench/common.h - helpers shared by the routepool benchmarks.
+ *
+ * Clock, CPU relax, a calibrated spin loop (real CPU work, no clock reads
+ * while it runs), order statistics, the machine description every results
+ * file starts with (CPU, nproc, kernel, compiler, flags, commit), and the
+ * cache-line ping-pong that shows how far apart the host placed our vCPUs
+ * (docs/performance.md explains why it is printed before every run).
+ *
+ * The benchmarks use only the public routepool headers (STYLE.md); nothing
+ * here includes them.
+ */
+#ifndef RP_BENCH_COMMON_H
+#define RP_BENCH_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+/** CLOCK_MONOTONIC in nanoseconds. */
+static inline int64_t bench_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/** CPU time of the calling thread in nanoseconds. */
+static inline int64_t bench_thread_cpu_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/** A spin-wait hint (PAUSE on x86). */
+static inline void bench_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#else
+    __asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/**
+ * Burn CPU for iters iterations of a dependent multiply-add chain.  The
+ * empty asm makes x opaque to the optimiser, so the loop can be neither
+ * removed nor folded into a closed form; no clock is read inside.
+ * @return a value derived from x, to be stored somewhere (a sink).
+ */
+static inline uint64_t bench_spin(uint64_t iters, uint64_t x)
+{
+    for (uint64_t i = 0; i < iters; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        __asm__ __volatile__("" : "+r"(x));
+    }
+    return x;
+}
+
+/** Result of bench_calibrate(). */
+typedef struct bench_calib {
+    double iters_per_us;   /**< from the fastest trial: the uncontended rate */
+    double median_per_us;  /**< median trial, to show the machine's noise */
+    int trials;
+} bench_calib;
+
+/** Calibrate bench_spin(): warm the core for warm_ms, then time trials. */
+void bench_calibrate(bench_calib *out, int warm_ms, int trials);
+
+/** Median of n doubles (sorts v in place); 0 for n == 0. */
+double bench_median(double *v, size_t n);
+
+/** Sort n int64 values ascending. */
+void bench_sort_i64(int64_t *v, size_t n);
+
+/** Nearest-rank percentile (p in 0..1) of n sorted values; 0 for n == 0. */
+int64_t bench_pct_sorted(const int64_t *v, size_t n, double p);
+
+/** What the results say about where they were measured. */
+typedef struct bench_machine {
+    char cpu[128];       /**< "model name" from /proc/cpuinfo */
+    long nproc;          /**< online CPUs */
+    char kernel[96];     /**< uname -r */
+    char clocksource[32];
+    char compiler[96];
+    char flags[512];     /**< C flags the benchmark was built with */
+    char commit[64];     /**< git rev-parse --short HEAD, or "unknown" */
+    char date[32];       /**< UTC, ISO 8601 */
+    double loadavg1;     /**< 1-minute load average at start */
+} bench_machine;
+
+/** Fill m (never fails: unknown fields read "unknown"). */
+void bench_machine_get(bench_machine *m);
+
+/** Print m as "# key: value" lines. */
+void bench_machine_print(FILE *f, const bench_machine *m);
+
+/** Write m as JSON object members (no braces), each line prefixed by indent. */
+void bench_machine_json(FILE *f, const bench_machine *m, const char *indent);
+
+/** Write s as a JSON string literal. */
+void bench_json_str(FILE *f, const char *s);
+
+/** The n-th (0-based) CPU this process may run on, or -1. */
+int bench_nth_cpu(int n);
+
+/** Pin the calling thread to one CPU (cpu < 0: do nothing). */
+void bench_pin_self(int cpu);
+
+/** Result of bench_pingpong(). */
+typedef struct bench_pingpong_result {
+    double one_way_ns;   /**< median over trials */
+    double min_ns, max_ns;
+    int cpu_a, cpu_b;    /**< CPUs the two threads were pinned to (-1: not pinned) */
+} bench_pingpong_result;
+
+/**
+ * One-way cache-line transfer latency between two threads pinned to two
+ * different CPUs: rounds round trips per trial, trials trials.
+ * @return 0, or -1 when the threads could not be started.
+ */
+int bench_pingpong(bench_pingpong_result *out, int rounds, int trials);
+
+/** Result of bench_wake_latency(). */
+typedef struct bench_wake_result {
+    double p50_us, p99_us;
+    int samples;
+} bench_wake_result;
+
+/**
+ * Wake-up latency of a thread asleep in FUTEX_WAIT on one CPU, woken by a
+ * thread on the other CPU: FUTEX_WAKE -> the sleeper runs.  The waker waits
+ * gap_us between wake-ups (spinning, so its own CPU stays awake), long
+ * enough for the sleeper's CPU to go idle, as a routee's does between jobs.
+ * @return 0, or -1 when the thread could not be started.
+ */
+int bench_wake_latency(bench_wake_result *out, int samples, int gap_us);
+
+/**
+ * CPU time used on the whole machine and by this process, to tell how much
+ * of a run's CPU went to other processes, the kernel or the hypervisor
+ * (steal): on a shared 2-vCPU VM a neighbour's compile can take half the
+ * machine in the middle of a run.
+ */
+typedef struct bench_cpu_snap {
+    int64_t wall_ns;
+    int64_t self_ns;   /* CLOCK_PROCESS_CPUTIME_ID */
+    double busy_s;     /* /proc/stat: all CPUs, everything but idle and iowait */
+} bench_cpu_snap;
+
+void bench_cpu_snap_take(bench_cpu_snap *out);
+
+/** Share (0..1) of all online CPUs' time between a and b that went to
+ *  anything but this process; 0 when /proc/stat cannot be read. */
+double bench_foreign_share(const bench_cpu_snap *a, const bench_cpu_snap *b);
+
+/**
+ * Wait, up to timeout_ms, for a 250 ms window in which others use less than
+ * max_share of the machine.
+ * @return the last window's foreign share.
+ */
+double bench_wait_quiet(double max_share, int timeout_ms);
+
+/** Parse a non-negative integer option value; exits with status 2 on error. */
+uint64_t bench_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max);
+
+#endif /* RP_BENCH_COMMON_H */

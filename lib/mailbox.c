@@ -27,7 +27,7 @@
 #define JOBS_PER_SLAB 64
 
 int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,
-                     int overflow, rp__handback_fn handback, void *owner)
+                     int overflow, rp__handback_fn handback, void *owner, int index)
 {
     int rc;
 
@@ -43,6 +43,8 @@ int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,
     mb->overflow = overflow;
     mb->handback = handback;
     mb->owner = owner;
+    mb->index = index;
+    atomic_init(&mb->expired, 0);
     rp__event_init(&mb->ev);
     rp__freelist_init(&mb->jobs, arena, sizeof(rp__job), RP_CACHELINE,
                       offsetof(rp__job, free), JOBS_PER_SLAB);
@@ -86,9 +88,12 @@ static void unreserve(rp__mailbox *mb)
     rp__event_signal(&mb->ev);
 }
 
-static void handback(rp__mailbox *mb, void *arg, int reason, bool was_queued)
+static void handback(rp__mailbox *mb, void *arg, int reason, bool was_queued,
+                     rp__reply *reply)
 {
     mb->handback(mb->owner, arg, reason);
+    if (reply)
+        rp__reply_fail(reply, reason, mb->index);
     if (reason == RP_EDROPPED || reason == RP_EEVICTED)
         atomic_fetch_add_explicit(&mb->dropped, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&mb->undelivered, 1, memory_order_relaxed);
@@ -162,7 +167,7 @@ static int evict_and_enqueue(rp__mailbox *mb, rp__job *job)
             continue;
         }
         closed = rp__mailbox_closed(mb);
-        handback(mb, victim->arg, closed ? closed : RP_EEVICTED, true);
+        handback(mb, victim->arg, closed ? closed : RP_EEVICTED, true, &victim->reply);
         rp__mailbox_job_free(victim);
         if (closed) {
             unreserve(mb);
@@ -177,10 +182,12 @@ static int evict_and_enqueue(rp__mailbox *mb, rp__job *job)
 
 static int overflow(rp__mailbox *mb, rp__job *job, void *arg)
 {
+    rp__reply reply = job->reply;
+
     switch (mb->overflow) {
     case RP_OVERFLOW_DROP_NEW:
         rp__mailbox_job_free(job);
-        handback(mb, arg, RP_EDROPPED, false);
+        handback(mb, arg, RP_EDROPPED, false, &reply);
         return 0;
     case RP_OVERFLOW_DROP_HEAD:
         return evict_and_enqueue(mb, job);
@@ -191,7 +198,8 @@ static int overflow(rp__mailbox *mb, rp__job *job, void *arg)
     }
 }
 
-int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned)
+int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned,
+                        const rp__reply *reply)
 {
     rp__job *job;
     int closed;
@@ -204,6 +212,10 @@ int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned)
     job->arg = arg;
     job->home = mb;
     job->flags = pinned ? RP__JOB_PINNED : 0;
+    if (reply)
+        job->reply = *reply;
+    else
+        job->reply = (rp__reply){0};
     if (!try_reserve(mb))
         return overflow(mb, job, arg);
     return enqueue_reserved(mb, job);
@@ -225,8 +237,11 @@ void rp__mailbox_job_free(rp__job *job)
 
 void rp__mailbox_hand_back(rp__mailbox *mb, rp__job *job, int reason)
 {
-    handback(mb, job->arg, reason, false);
+    rp__reply reply = job->reply;
+    void *arg = job->arg;
+
     rp__mailbox_job_free(job);
+    handback(mb, arg, reason, false, &reply);
 }
 
 void rp__mailbox_drain(rp__mailbox *mb, rp__dispose_fn dispose, void *ctx)
@@ -271,6 +286,13 @@ unsigned rp__mailbox_steal(rp__mailbox *mb, rp__job **out, unsigned max)
     /* A closing owner may be waiting for depth to reach 0. */
     rp__event_signal(&mb->ev);
     return got;
+}
+
+void rp__mailbox_count_skipped(rp__mailbox *mb, int reason)
+{
+    if (reason == RP_EEXPIRED)
+        atomic_fetch_add_explicit(&mb->expired, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&mb->retired, 1, memory_order_release);
 }
 
 bool rp__mailbox_close(rp__mailbox *mb, int reason)

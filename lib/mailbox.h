@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "alloc.h"
+#include "future.h"
 #include "internal.h"
 #include "lane.h"
 #include "wait.h"
@@ -26,6 +27,7 @@ typedef struct rp__job {
     void *arg;
     rp__mailbox *home; /* the freelist it returns to */
     uint32_t flags;
+    rp__reply reply; /* where the answer goes; holds a reference */
 } rp__job;
 
 /* Hands a job that will not run back to its owner (the pool). */
@@ -40,6 +42,7 @@ struct rp__mailbox {
     int overflow;
     rp__handback_fn handback;
     void *owner;
+    int index; /* the owning routee's index, for errors */
     /* Bumped by every accepted push: the enqueued count, and the order
      * between the two lanes. */
     RP_ALIGNED _Atomic uint64_t enqueued;
@@ -49,6 +52,7 @@ struct rp__mailbox {
     _Atomic uint64_t undelivered;
     _Atomic uint64_t retired; /* left the queue without running here */
     _Atomic uint64_t stolen_from; /* taken by other routees */
+    _Atomic uint64_t expired;     /* asks not run: deadline passed first */
     rp__lane pinned;
     rp__lane stealable;
     rp__freelist jobs;
@@ -56,12 +60,19 @@ struct rp__mailbox {
 };
 
 int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,
-                     int overflow, rp__handback_fn handback, void *owner);
+                     int overflow, rp__handback_fn handback, void *owner, int index);
 void rp__mailbox_destroy(rp__mailbox *mb);
 
-/* Many producers.  0: accepted (queued, or handed back under drop-new);
- * RP_EFULL, RP_ESTOPPED, RP_ESHUTDOWN, RP_ENOMEM: not accepted. */
-int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned);
+/* Many producers.  0: accepted (queued, or handed back under drop-new),
+ * and the job owns reply's reference from now on; RP_EFULL, RP_ESTOPPED,
+ * RP_ESHUTDOWN, RP_ENOMEM: not accepted, the caller keeps it.  reply may
+ * be NULL (a tell). */
+int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned,
+                        const rp__reply *reply);
+
+/* A job taken from the queue that will not run (expired, cancelled):
+ * counts it as retired; the caller handles its arg and reply. */
+void rp__mailbox_count_skipped(rp__mailbox *mb, int reason);
 
 /* Owner: the oldest queued job of either lane, NULL when empty.  The
  * caller runs it and releases it with rp__mailbox_job_free(). */

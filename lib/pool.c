@@ -37,10 +37,13 @@
 #include <xxhash.h>
 
 #include "pool.h"
+#include "scatter.h"
 
 struct rp_job_ctx {
     rp_pool *pool;
     rp_routee *routee;
+    rp__reply reply; /* the job's reference, dropped after it returns */
+    bool replied;
 };
 
 /* The routee whose thread this is, for the "not from a routee" checks. */
@@ -129,18 +132,83 @@ static void notify_idle(rp_pool *pool)
         rp__event_broadcast(&pool->idle_ev);
 }
 
+/*
+ * An ask whose deadline passed, or a scatter copy whose scatter another
+ * routee already won, is not run: nobody would read its answer.  Its arg
+ * goes back through on_undelivered (RP_EEXPIRED / RP_ECANCELLED).
+ */
+static bool skip_job(rp_routee *r, rp__reply *reply, void *arg)
+{
+    int why = rp__reply_skip(reply, rp__now_ns());
+
+    if (why == 0)
+        return false;
+    rp__pool_handback(r->pool, arg, why);
+    if (why == RP_ECANCELLED) {
+        rp__scatter_count_cancelled(reply->scatter);
+        rp__reply_release(reply);
+    } else {
+        rp__reply_fail(reply, RP_ETIMEDOUT, r->index);
+    }
+    rp__mailbox_count_skipped(&r->mb, why);
+    return true;
+}
+
 static void run_job(rp_routee *r, rp__job *job)
 {
-    rp_job_ctx ctx = {r->pool, r};
+    rp_job_ctx ctx = {r->pool, r, job->reply, false};
     rp_job_fn fn = job->fn;
     void *arg = job->arg;
 
     rp__mailbox_job_free(job);
+    if (!rp__reply_none(&ctx.reply) && skip_job(r, &ctx.reply, arg))
+        return;
     fn(&ctx, arg);
+    /* A job that returns without answering fails its ask at once. */
+    if (!ctx.replied)
+        rp__reply_fail(&ctx.reply, RP_ENOREPLY, r->index);
+    else
+        rp__reply_release(&ctx.reply);
     /* Owner-only counter: a relaxed load+store, no locked instruction. */
     atomic_store_explicit(&r->run,
                           atomic_load_explicit(&r->run, memory_order_relaxed) + 1,
                           memory_order_release);
+}
+
+int rp_job_reply(rp_job_ctx *ctx, void *value)
+{
+    if (!ctx || rp__reply_none(&ctx->reply) || ctx->replied)
+        return rp__fail(RP_EINVAL, "rp_job_reply: %s", !ctx ? "ctx is NULL"
+                        : ctx->replied ? "the job already replied" : "the job was not asked");
+    ctx->replied = true;
+    if (ctx->reply.scatter)
+        return rp__scatter_reply(ctx->reply.scatter, ctx->reply.member, value, ctx->routee->index);
+    if (rp__future_fulfil(ctx->reply.future, value, ctx->routee->index))
+        return 0;
+    return rp_future_status(ctx->reply.future) == RP_FUTURE_FAILED ? RP_ETIMEDOUT : RP_ECANCELLED;
+}
+
+int rp_job_fail(rp_job_ctx *ctx, int code, const char *message)
+{
+    if (!ctx || rp__reply_none(&ctx->reply) || ctx->replied)
+        return rp__fail(RP_EINVAL, "rp_job_fail: %s", !ctx ? "ctx is NULL"
+                        : ctx->replied ? "the job already replied" : "the job was not asked");
+    ctx->replied = true;
+    if (!message)
+        message = rp_strerror(code);
+    if (ctx->reply.scatter) {
+        rp__scatter_member_fail(ctx->reply.scatter, ctx->reply.member, code,
+                                ctx->routee->index, message);
+        return 0;
+    }
+    if (rp__future_fail(ctx->reply.future, code, ctx->routee->index, "%s", message))
+        return 0;
+    return rp_future_status(ctx->reply.future) == RP_FUTURE_FAILED ? RP_ETIMEDOUT : RP_ECANCELLED;
+}
+
+bool rp_job_cancelled(const rp_job_ctx *ctx)
+{
+    return ctx && ctx->reply.scatter && rp__scatter_cancelled(ctx->reply.scatter);
 }
 
 static void owner_add(_Atomic uint64_t *counter, uint64_t n)
@@ -346,7 +414,7 @@ static int reroute(rp_routee *r, rp__job *job)
     }
     if (!best)
         return RP_ESTOPPED;
-    if ((rc = rp__mailbox_push_mp(&best->mb, job->fn, job->arg, false)) == 0)
+    if ((rc = rp__mailbox_push_mp(&best->mb, job->fn, job->arg, false, &job->reply)) == 0)
         rp__pool_stealable_queued(pool, best);
     return rc;
 }
@@ -467,15 +535,64 @@ static int init_routees(rp_pool *pool, const rp_pool_options *o)
         atomic_init(&r->stole, 0);
         atomic_init(&r->rerouted, 0);
         rc = rp__mailbox_init(&r->mb, &pool->arena, o->mailbox_capacity,
-                              o->overflow, rp__pool_handback, pool);
+                              o->overflow, rp__pool_handback, pool, (int)i);
         if (rc < 0)
             return rc;
     }
     return 0;
 }
 
+int rp__pool_add_sg(rp_pool *pool, struct rp__sg *sg)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&pool->sg_lock);
+    if (pool->nsgs == pool->capsgs) {
+        size_t cap = pool->capsgs ? pool->capsgs * 2 : 4;
+        struct rp__sg **grown = realloc(pool->sgs, cap * sizeof *grown);
+        if (grown) {
+            pool->sgs = grown;
+            pool->capsgs = cap;
+        } else {
+            rc = RP_ENOMEM;
+        }
+    }
+    if (rc == 0)
+        pool->sgs[pool->nsgs++] = sg;
+    pthread_mutex_unlock(&pool->sg_lock);
+    return rc;
+}
+
+void rp__pool_remove_sg(rp_pool *pool, struct rp__sg *sg)
+{
+    pthread_mutex_lock(&pool->sg_lock);
+    for (size_t i = 0; i < pool->nsgs; i++) {
+        if (pool->sgs[i] == sg) {
+            pool->sgs[i] = pool->sgs[--pool->nsgs];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&pool->sg_lock);
+}
+
+/* Shutdown: every open scatter fails at once ("stopped ..."), not after
+ * its timeout. */
+static void stop_scatters(rp_pool *pool)
+{
+    pthread_mutex_lock(&pool->sg_lock);
+    for (size_t i = 0; i < pool->nsgs; i++)
+        rp__sg_stop_open(pool->sgs[i]);
+    pthread_mutex_unlock(&pool->sg_lock);
+}
+
 static int start_threads(rp_pool *pool)
 {
+    char name[16];
+    int rc;
+
+    snprintf(name, sizeof name, "rp-%.8s-t", pool->name);
+    if ((rc = rp__timer_start(&pool->timer, name)) < 0)
+        return rc;
     for (unsigned i = 0; i < pool->n; i++) {
         rp_routee *r = &pool->routees[i];
         int err = pthread_create(&r->thread, NULL, routee_main, r);
@@ -525,6 +642,7 @@ int rp_pool_create(rp_pool **out, const rp_pool_options *opts)
     atomic_init(&pool->idle_waiters, 0);
     rp__event_init(&pool->idle_ev);
     pthread_mutex_init(&pool->life, NULL);
+    pthread_mutex_init(&pool->sg_lock, NULL);
     rp__arena_create(&pool->arena);
     if ((rc = init_routees(pool, opts)) < 0 ||
         (rc = rp__router_create_for_pool(&pool->router, pool, &opts->strategy, true)) < 0 ||
@@ -620,6 +738,7 @@ int rp_pool_shutdown(rp_pool *pool, int mode)
         atomic_store_explicit(&pool->abort, mode == RP_SHUTDOWN_ABORT, memory_order_seq_cst);
         for (unsigned i = 0; i < pool->n; i++)
             rp__mailbox_close(&pool->routees[i].mb, RP_ESHUTDOWN);
+        stop_scatters(pool);
         join_all(pool);
     }
     pthread_mutex_unlock(&pool->life);
@@ -637,12 +756,17 @@ void rp_pool_destroy(rp_pool *pool)
     }
     if (pool->routees) {
         rp_pool_shutdown(pool, RP_SHUTDOWN_DRAIN);
+        /* Before the mailboxes go: a timer callback may still deliver. */
+        rp__timer_stop(&pool->timer);
         for (unsigned i = 0; i < pool->n; i++)
             rp__mailbox_destroy(&pool->routees[i].mb);
         rp__arena_free(&pool->arena, pool->routees, sizeof(rp_routee) * pool->n,
                        RP_CACHELINE);
     }
     rp__router_free(pool->router);
+    rp__timer_stop(&pool->timer); /* no-op when already stopped */
+    free(pool->sgs);
+    pthread_mutex_destroy(&pool->sg_lock);
     rp__arena_destroy(&pool->arena);
     pthread_mutex_destroy(&pool->life);
     free(pool);

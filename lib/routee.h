@@ -51,8 +51,19 @@ static inline bool rp__routee_stopped(const rp_routee *r)
  * 0 for a depth nobody can read. */
 int64_t rp__routee_score(const rp_routee *r);
 
-/* Deliver to one routee.  0: accepted.  Negative: not accepted (RP_EFULL,
- * RP_ESTOPPED, RP_ESHUTDOWN, RP_ENOMEM, RP_ESEND). */
+/* Deliver to one routee.  0: accepted (the job owns reply's reference).
+ * Negative: not accepted (RP_EFULL, RP_ESTOPPED, RP_ESHUTDOWN, RP_ENOMEM,
+ * RP_ESEND); the caller keeps the reference.  reply may be NULL. */
+int rp__routee_deliver_reply(rp_routee *r, rp_job_fn fn, void *arg, bool pinned,
+                             rp__reply *reply);
 int rp__routee_deliver(rp_routee *r, rp_job_fn fn, void *arg, bool pinned);
+
+/* Asks: validate timeout_ms and compute the deadline. */
+int rp__ask_timeout(int timeout_ms, int64_t *deadline_ns, const char *func);
+/* Make the future of an ask: *out gets the caller's reference, reply the
+ * job's; the pool's timer (when pool is not NULL) holds a third. */
+int rp__ask_begin(rp_pool *pool, int64_t deadline_ns, rp__reply *reply, rp_future **out);
+/* The ask's job was not accepted: undo rp__ask_begin(). */
+void rp__ask_abort(rp__reply *reply, rp_future **out);
 
 #endif /* RP_ROUTEE_H */

@@ -260,6 +260,7 @@ typedef struct rp_routee_stats {
     uint64_t stolen_from; /**< jobs other routees stole from this one */
     uint64_t stole;       /**< jobs this routee stole from others */
     uint64_t rerouted;    /**< stealable jobs moved to live routees when this one stopped */
+    uint64_t expired;     /**< asks not run because their deadline passed first */
 } rp_routee_stats;
 
 /**

@@ -18,6 +18,8 @@
 #include "routepool/strategy.h"
 #include "routepool/pool.h"
 #include "routepool/router.h"
+#include "routepool/future.h"
+#include "routepool/scatter.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -44,8 +44,10 @@ typedef void (*rp_job_fn)(rp_job_ctx *ctx, void *arg);
  *
  * @param arg     the job's arg; ownership returns to the caller.
  * @param reason  RP_EDROPPED, RP_EEVICTED, RP_ESTOPPED, RP_ESHUTDOWN,
- *                RP_ENOROUTEE, RP_EINVAL (a custom strategy's bad choice)
- *                or RP_ESEND (a foreign routee refused it).
+ *                RP_ENOROUTEE, RP_EINVAL (a custom strategy's bad choice),
+ *                RP_ESEND (a foreign routee refused it), or - for one copy
+ *                of a fan-out that a mailbox refused - RP_EFULL or
+ *                RP_ENOMEM.
  * @param user    the pointer set next to the callback.
  * Must be thread-safe.  It may submit new jobs, but must not destroy the pool.
  */

@@ -31,8 +31,10 @@ typedef struct rp_router_options {
     rp_strategy strategy;
     /** Receives jobs the router discards before any routee takes them (no
      *  routee chosen, a custom strategy's bad choice, a foreign routee that
-     *  refuses).  Default NULL: a pool router uses its pool's callback; a
-     *  group router only counts them. */
+     *  refuses, a fan-out copy a mailbox refused).  Default NULL: the
+     *  callback of the pool of the routee involved is used (for a job no
+     *  routee was chosen for: the router's pool; a group router without a
+     *  pool only counts it, see rp_router_undelivered()). */
     rp_undelivered_fn on_undelivered;
     void *undelivered_user;
     /** Log callback.  Default NULL: the pool's (pool router) or stderr. */

@@ -22,6 +22,7 @@
 #include <stddef.h>
 
 #include "mailbox.h"
+#include "timer.h"
 
 /* Job records per slab: 64 x 64 bytes. */
 #define JOBS_PER_SLAB 64
@@ -96,6 +97,9 @@ static void handback(rp__mailbox *mb, void *arg, int reason, bool was_queued,
         rp__reply_fail(reply, reason, mb->index);
     if (reason == RP_EDROPPED || reason == RP_EEVICTED)
         atomic_fetch_add_explicit(&mb->dropped, 1, memory_order_relaxed);
+    if (rp__reason_slot(reason) >= 0)
+        atomic_fetch_add_explicit(&mb->by_reason[rp__reason_slot(reason)], 1,
+                                  memory_order_relaxed);
     atomic_fetch_add_explicit(&mb->undelivered, 1, memory_order_relaxed);
     /* Counted finished only after the callback returned, so wait_idle()
      * never returns while a hand-back is still in progress (release:
@@ -116,15 +120,40 @@ static rp__job *pop_oldest(rp__mailbox *mb)
     return job ? job : rp__lane_pop_mc(second);
 }
 
+int rp__reason_slot(int reason)
+{
+    for (int i = 0; i < RP_METRICS_REASONS; i++)
+        if (rp_metrics_reason_codes[i] == reason)
+            return i;
+    return -1;
+}
+
+/* One enqueue in RP_METRICS_SAMPLE: the depth it found, and a timestamp
+ * for the queue-wait histogram (read by whoever runs the job). */
+static void sample_enqueue(rp__mailbox *mb, rp__job *job)
+{
+    int64_t d = atomic_load_explicit(&mb->depth, memory_order_relaxed);
+    int b = 0;
+
+    while (b < RP_DEPTH_BUCKETS - 1 && (double)d > rp_metrics_depth_bounds[b])
+        b++;
+    atomic_fetch_add_explicit(&mb->depth_hist[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&mb->depth_sum, (uint64_t)(d > 0 ? d : 0), memory_order_relaxed);
+    atomic_fetch_add_explicit(&mb->depth_count, 1, memory_order_relaxed);
+    job->enq_ns = rp__now_ns();
+}
+
 /* Enqueue a job that holds a slot.  On failure the slot is given back. */
 static int enqueue(rp__mailbox *mb, rp__job *job)
 {
     rp__lane *lane = (job->flags & RP__JOB_PINNED) ? &mb->pinned : &mb->stealable;
 
-    atomic_store_explicit(&job->seq,
-                          atomic_fetch_add_explicit(&mb->enqueued, 1,
-                                                    memory_order_relaxed),
-                          memory_order_relaxed);
+    uint64_t seq = atomic_fetch_add_explicit(&mb->enqueued, 1, memory_order_relaxed);
+
+    atomic_store_explicit(&job->seq, seq, memory_order_relaxed);
+    job->enq_ns = 0;
+    if (mb->metrics && seq % RP_METRICS_SAMPLE == 0)
+        sample_enqueue(mb, job);
     if (rp__lane_push_mp(lane, job) < 0) {
         /* Not counted as enqueued: take the count back. */
         atomic_fetch_sub_explicit(&mb->enqueued, 1, memory_order_relaxed);
@@ -290,6 +319,9 @@ unsigned rp__mailbox_steal(rp__mailbox *mb, rp__job **out, unsigned max)
 
 void rp__mailbox_count_skipped(rp__mailbox *mb, int reason)
 {
+    if (rp__reason_slot(reason) >= 0)
+        atomic_fetch_add_explicit(&mb->by_reason[rp__reason_slot(reason)], 1,
+                                  memory_order_relaxed);
     if (reason == RP_EEXPIRED)
         atomic_fetch_add_explicit(&mb->expired, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&mb->retired, 1, memory_order_release);

@@ -28,6 +28,7 @@ typedef struct rp__job {
     rp__mailbox *home; /* the freelist it returns to */
     uint32_t flags;
     rp__reply reply; /* where the answer goes; holds a reference */
+    int64_t enq_ns;  /* enqueue time of a sampled job, else 0 */
 } rp__job;
 
 /* Hands a job that will not run back to its owner (the pool). */
@@ -53,6 +54,11 @@ struct rp__mailbox {
     _Atomic uint64_t retired; /* left the queue without running here */
     _Atomic uint64_t stolen_from; /* taken by other routees */
     _Atomic uint64_t expired;     /* asks not run: deadline passed first */
+    _Atomic uint64_t by_reason[RP_METRICS_REASONS]; /* hand-backs */
+    /* Sampled at enqueue (one in RP_METRICS_SAMPLE): few writers. */
+    bool metrics;
+    RP_ALIGNED _Atomic uint64_t depth_hist[RP_DEPTH_BUCKETS];
+    _Atomic uint64_t depth_count, depth_sum;
     rp__lane pinned;
     rp__lane stealable;
     rp__freelist jobs;
@@ -69,6 +75,9 @@ void rp__mailbox_destroy(rp__mailbox *mb);
  * be NULL (a tell). */
 int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned,
                         const rp__reply *reply);
+
+/* Index of a hand-back reason in rp_metrics_reason_codes, or -1. */
+int rp__reason_slot(int reason);
 
 /* A job taken from the queue that will not run (expired, cancelled):
  * counts it as retired; the caller handles its arg and reply. */

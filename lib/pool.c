@@ -57,6 +57,7 @@ void rp_pool_options_init(rp_pool_options *opts)
     opts->name = "pool";
     opts->overflow = RP_OVERFLOW_REJECT;
     opts->steal = true;
+    opts->metrics = true;
     opts->strategy = rp_strategy_round_robin();
 }
 
@@ -132,6 +133,27 @@ static void notify_idle(rp_pool *pool)
         rp__event_broadcast(&pool->idle_ev);
 }
 
+static void owner_add(_Atomic uint64_t *counter, uint64_t n)
+{
+    atomic_store_explicit(counter,
+                          atomic_load_explicit(counter, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+/* The queue wait of a sampled job, into the runner's histogram. */
+static void observe_wait(rp_routee *r, int64_t enq_ns)
+{
+    int64_t wait = rp__now_ns() - enq_ns;
+    double sec = (double)(wait > 0 ? wait : 0) / 1e9;
+    int b = 0;
+
+    while (b < RP_WAIT_BUCKETS - 1 && sec > rp_metrics_wait_bounds[b])
+        b++;
+    owner_add(&r->wait_hist[b], 1);
+    owner_add(&r->wait_sum_ns, (uint64_t)(wait > 0 ? wait : 0));
+    owner_add(&r->wait_count, 1);
+}
+
 /*
  * An ask whose deadline passed, or a scatter copy whose scatter another
  * routee already won, is not run: nobody would read its answer.  Its arg
@@ -160,7 +182,11 @@ static void run_job(rp_routee *r, rp__job *job)
     rp_job_fn fn = job->fn;
     void *arg = job->arg;
 
+    int64_t enq_ns = job->enq_ns;
+
     rp__mailbox_job_free(job);
+    if (enq_ns)
+        observe_wait(r, enq_ns);
     if (!rp__reply_none(&ctx.reply) && skip_job(r, &ctx.reply, arg))
         return;
     fn(&ctx, arg);
@@ -211,12 +237,6 @@ bool rp_job_cancelled(const rp_job_ctx *ctx)
     return ctx && ctx->reply.scatter && rp__scatter_cancelled(ctx->reply.scatter);
 }
 
-static void owner_add(_Atomic uint64_t *counter, uint64_t n)
-{
-    atomic_store_explicit(counter,
-                          atomic_load_explicit(counter, memory_order_relaxed) + n,
-                          memory_order_relaxed);
-}
 
 static uint64_t idle_bit(const rp_routee *r)
 {
@@ -467,18 +487,29 @@ static void idle_sleep(rp_routee *r, bool *searching)
         *searching = true;
 }
 
-static void set_busy(rp_routee *r, bool *busy, bool now)
+/* Busy flag and busy time.  The clock is read per busy period, not per
+ * job: a routee that runs job after job pays nothing. */
+static void set_busy(rp_routee *r, bool *busy, bool now, int64_t *since)
 {
+    if (*busy == now)
+        return;
     /* Store only on change: routers read this line on every route. */
-    if (*busy != now)
-        atomic_store_explicit(&r->busy, now, memory_order_relaxed);
+    atomic_store_explicit(&r->busy, now, memory_order_relaxed);
     *busy = now;
+    if (!r->mb.metrics)
+        return;
+    if (now)
+        *since = rp__now_ns();
+    else
+        owner_add(&r->busy_ns, (uint64_t)(rp__now_ns() - *since));
 }
+
 
 static void *routee_main(void *p)
 {
     rp_routee *r = p;
     bool busy = false, searching = false;
+    int64_t busy_since = 0;
 
     current_routee = r;
     name_thread(r->pool, r->index);
@@ -494,20 +525,20 @@ static void *routee_main(void *p)
         }
         /* Busy before the pop: the score depth + busy must not dip to 0
          * between taking a job and starting it. */
-        set_busy(r, &busy, true);
+        set_busy(r, &busy, true, &busy_since);
         if ((job = next_job(r)) != NULL) {
             stop_searching(r->pool, &searching);
             run_job(r, job);
             continue;
         }
-        set_busy(r, &busy, false);
+        set_busy(r, &busy, false, &busy_since);
         stop_searching(r->pool, &searching);
         if (closed && rp__mailbox_depth(&r->mb) == 0)
             break; /* drained */
         idle_sleep(r, &searching);
     }
     stop_searching(r->pool, &searching);
-    atomic_store_explicit(&r->busy, 0, memory_order_relaxed);
+    set_busy(r, &busy, false, &busy_since);
     atomic_thread_fence(memory_order_seq_cst);
     notify_idle(r->pool);
     return NULL;
@@ -538,6 +569,7 @@ static int init_routees(rp_pool *pool, const rp_pool_options *o)
                               o->overflow, rp__pool_handback, pool, (int)i);
         if (rc < 0)
             return rc;
+        r->mb.metrics = o->metrics;
     }
     return 0;
 }

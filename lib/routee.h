@@ -31,6 +31,10 @@ struct rp_routee {
     _Atomic uint64_t run; /* owner-only writes */
     _Atomic uint64_t stole; /* owner-only writes */
     _Atomic uint64_t rerouted;
+    /* Metrics, owner-only writes (relaxed load + store). */
+    _Atomic uint64_t busy_ns;
+    _Atomic uint64_t wait_hist[RP_WAIT_BUCKETS];
+    _Atomic uint64_t wait_count, wait_sum_ns;
     pthread_t thread;
     bool started;
     /* Jobs this routee stole and has not run yet (owner-only).  They count

@@ -116,6 +116,11 @@ typedef struct rp_pool_options {
      *  one.  Pinned jobs (keyed, broadcast copies, rp_routee_tell, pinned
      *  by a custom strategy) are never stolen.  Default true. */
     bool steal;
+    /** Keep metrics beyond the counters always kept: busy time and the
+     *  sampled depth and queue-wait histograms (routepool/metrics.h).
+     *  Default true; costs a clock read per busy period and per sampled
+     *  job. */
+    bool metrics;
     /** Strategy of the pool's default router, used by rp_pool_submit().
      *  Default rp_strategy_round_robin(). */
     rp_strategy strategy;

@@ -20,6 +20,7 @@
 #include "routepool/router.h"
 #include "routepool/future.h"
 #include "routepool/scatter.h"
+#include "routepool/metrics.h"
 
 #ifdef __cplusplus
 extern "C" {

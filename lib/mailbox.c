@@ -23,6 +23,7 @@
 
 #include "mailbox.h"
 #include "timer.h"
+#include "trace.h"
 
 /* Job records per slab: 64 x 64 bytes. */
 #define JOBS_PER_SLAB 64
@@ -152,8 +153,17 @@ static int enqueue(rp__mailbox *mb, rp__job *job)
 
     atomic_store_explicit(&job->seq, seq, memory_order_relaxed);
     job->enq_ns = 0;
+    job->submit_tid = 0;
     if (mb->metrics && seq % RP_METRICS_SAMPLE == 0)
         sample_enqueue(mb, job);
+    if (RP_UNLIKELY(mb->trace_sample != NULL)) {
+        unsigned every = atomic_load_explicit(mb->trace_sample, memory_order_acquire);
+        if (every && seq % every == 0) {
+            job->submit_tid = rp__tid();
+            if (!job->enq_ns)
+                job->enq_ns = rp__now_ns();
+        }
+    }
     if (rp__lane_push_mp(lane, job) < 0) {
         /* Not counted as enqueued: take the count back. */
         atomic_fetch_sub_explicit(&mb->enqueued, 1, memory_order_relaxed);

@@ -29,6 +29,7 @@ typedef struct rp__job {
     uint32_t flags;
     rp__reply reply; /* where the answer goes; holds a reference */
     int64_t enq_ns;  /* enqueue time of a sampled job, else 0 */
+    int32_t submit_tid; /* traced jobs: the submitting thread, else 0 */
 } rp__job;
 
 /* Hands a job that will not run back to its owner (the pool). */
@@ -57,6 +58,7 @@ struct rp__mailbox {
     _Atomic uint64_t by_reason[RP_METRICS_REASONS]; /* hand-backs */
     /* Sampled at enqueue (one in RP_METRICS_SAMPLE): few writers. */
     bool metrics;
+    const _Atomic unsigned *trace_sample; /* the pool's; 0: not tracing */
     RP_ALIGNED _Atomic uint64_t depth_hist[RP_DEPTH_BUCKETS];
     _Atomic uint64_t depth_count, depth_sum;
     rp__lane pinned;

@@ -183,13 +183,21 @@ static void run_job(rp_routee *r, rp__job *job)
     void *arg = job->arg;
 
     int64_t enq_ns = job->enq_ns;
+    int32_t submit_tid = job->submit_tid;
 
     rp__mailbox_job_free(job);
     if (enq_ns)
         observe_wait(r, enq_ns);
     if (!rp__reply_none(&ctx.reply) && skip_job(r, &ctx.reply, arg))
         return;
-    fn(&ctx, arg);
+    if (RP_UNLIKELY(submit_tid != 0) && r->pool->rings) {
+        rp__trace_event ev = {rp__now_ns(), 0, enq_ns, RP__EV_SLICE, submit_tid, 1};
+        fn(&ctx, arg);
+        ev.t1 = rp__now_ns();
+        rp__trace_push(r->pool->rings[r->index], &ev);
+    } else {
+        fn(&ctx, arg);
+    }
     /* A job that returns without answering fails its ask at once. */
     if (!ctx.replied)
         rp__reply_fail(&ctx.reply, RP_ENOREPLY, r->index);
@@ -361,6 +369,11 @@ static rp__job *steal(rp_routee *r)
     if (!(got = rp__mailbox_steal(&victim->mb, batch, want)))
         return NULL;
     owner_add(&r->stole, got);
+    if (RP_UNLIKELY(atomic_load_explicit(&r->pool->trace_sample, memory_order_acquire)) &&
+        atomic_load_explicit(&r->pool->trace_steals, memory_order_relaxed) && r->pool->rings) {
+        rp__trace_event ev = {rp__now_ns(), 0, 0, RP__EV_STEAL, victim->index, got};
+        rp__trace_push(r->pool->rings[r->index], &ev);
+    }
     if (got > 1) {
         atomic_fetch_add_explicit(&r->mb.depth, got - 1, memory_order_seq_cst);
         for (unsigned i = 1; i < got; i++)
@@ -512,6 +525,7 @@ static void *routee_main(void *p)
     int64_t busy_since = 0;
 
     current_routee = r;
+    atomic_store_explicit(&r->tid, rp__tid(), memory_order_release);
     name_thread(r->pool, r->index);
     if (r->pool->pin_cpus)
         pin_cpu((unsigned)r->index);
@@ -570,6 +584,7 @@ static int init_routees(rp_pool *pool, const rp_pool_options *o)
         if (rc < 0)
             return rc;
         r->mb.metrics = o->metrics;
+        r->mb.trace_sample = &pool->trace_sample;
     }
     return 0;
 }
@@ -675,6 +690,7 @@ int rp_pool_create(rp_pool **out, const rp_pool_options *opts)
     rp__event_init(&pool->idle_ev);
     pthread_mutex_init(&pool->life, NULL);
     pthread_mutex_init(&pool->sg_lock, NULL);
+    pthread_mutex_init(&pool->trace_lock, NULL);
     rp__arena_create(&pool->arena);
     if ((rc = init_routees(pool, opts)) < 0 ||
         (rc = rp__router_create_for_pool(&pool->router, pool, &opts->strategy, true)) < 0 ||
@@ -684,6 +700,7 @@ int rp_pool_create(rp_pool **out, const rp_pool_options *opts)
         rp_pool_destroy(pool);
         return rc;
     }
+    rp__trace_from_env(pool);
     *out = pool;
     return 0;
 }
@@ -787,6 +804,7 @@ void rp_pool_destroy(rp_pool *pool)
         return;
     }
     if (pool->routees) {
+        rp__trace_pool_destroy(pool);
         rp_pool_shutdown(pool, RP_SHUTDOWN_DRAIN);
         /* Before the mailboxes go: a timer callback may still deliver. */
         rp__timer_stop(&pool->timer);
@@ -799,6 +817,7 @@ void rp_pool_destroy(rp_pool *pool)
     rp__timer_stop(&pool->timer); /* no-op when already stopped */
     free(pool->sgs);
     pthread_mutex_destroy(&pool->sg_lock);
+    pthread_mutex_destroy(&pool->trace_lock);
     rp__arena_destroy(&pool->arena);
     pthread_mutex_destroy(&pool->life);
     free(pool);

@@ -10,6 +10,7 @@
 #include "alloc.h"
 #include "routee.h"
 #include "timer.h"
+#include "trace.h"
 #include "wait.h"
 
 struct rp_pool {
@@ -38,6 +39,15 @@ struct rp_pool {
     pthread_mutex_t sg_lock;
     struct rp__sg **sgs;
     size_t nsgs, capsgs;
+    /* Tracing: rings are allocated at the first rp_trace_start() and kept
+     * until the pool is destroyed, so a routee never writes freed memory.
+     * trace_sample is 0 when not tracing, else one job in trace_sample is
+     * recorded (read by producers and routees, relaxed). */
+    RP_ALIGNED _Atomic unsigned trace_sample;
+    _Atomic bool trace_steals;
+    rp__trace_ring **rings;
+    struct rp__tracer *tracer;
+    pthread_mutex_t trace_lock;
     RP_ALIGNED _Atomic int searching;
     RP_ALIGNED _Atomic uint64_t idle_bits[RP_ROUTEES_MAX / 64];
 };

@@ -35,6 +35,7 @@ struct rp_routee {
     _Atomic uint64_t busy_ns;
     _Atomic uint64_t wait_hist[RP_WAIT_BUCKETS];
     _Atomic uint64_t wait_count, wait_sum_ns;
+    _Atomic int32_t tid; /* kernel thread id, set by the routee at start */
     pthread_t thread;
     bool started;
     /* Jobs this routee stole and has not run yet (owner-only).  They count

@@ -21,6 +21,7 @@
 #include "routepool/future.h"
 #include "routepool/scatter.h"
 #include "routepool/metrics.h"
+#include "routepool/trace.h"
 
 #ifdef __cplusplus
 extern "C" {

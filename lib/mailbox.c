@@ -22,6 +22,7 @@
 #include <stddef.h>
 
 #include "mailbox.h"
+#include "probes.h"
 #include "timer.h"
 #include "trace.h"
 
@@ -93,6 +94,9 @@ static void unreserve(rp__mailbox *mb)
 static void handback(rp__mailbox *mb, void *arg, int reason, bool was_queued,
                      rp__reply *reply)
 {
+    if (reason == RP_EDROPPED || reason == RP_EEVICTED)
+        RP_PROBE3(drop, mb->index, reason, arg);
+    RP_PROBE3(handback, mb->index, reason, arg);
     mb->handback(mb->owner, arg, reason);
     if (reply)
         rp__reply_fail(reply, reason, mb->index);

@@ -37,6 +37,7 @@
 #include <xxhash.h>
 
 #include "pool.h"
+#include "probes.h"
 #include "scatter.h"
 
 struct rp_job_ctx {
@@ -190,6 +191,7 @@ static void run_job(rp_routee *r, rp__job *job)
         observe_wait(r, enq_ns);
     if (!rp__reply_none(&ctx.reply) && skip_job(r, &ctx.reply, arg))
         return;
+    RP_PROBE3(job__start, r->pool->name, r->index, arg);
     if (RP_UNLIKELY(submit_tid != 0) && r->pool->rings) {
         rp__trace_event ev = {rp__now_ns(), 0, enq_ns, RP__EV_SLICE, submit_tid, 1};
         fn(&ctx, arg);
@@ -198,6 +200,7 @@ static void run_job(rp_routee *r, rp__job *job)
     } else {
         fn(&ctx, arg);
     }
+    RP_PROBE3(job__end, r->pool->name, r->index, arg);
     /* A job that returns without answering fails its ask at once. */
     if (!ctx.replied)
         rp__reply_fail(&ctx.reply, RP_ENOREPLY, r->index);
@@ -369,6 +372,7 @@ static rp__job *steal(rp_routee *r)
     if (!(got = rp__mailbox_steal(&victim->mb, batch, want)))
         return NULL;
     owner_add(&r->stole, got);
+    RP_PROBE4(steal, r->pool->name, r->index, victim->index, got);
     if (RP_UNLIKELY(atomic_load_explicit(&r->pool->trace_sample, memory_order_acquire)) &&
         atomic_load_explicit(&r->pool->trace_steals, memory_order_relaxed) && r->pool->rings) {
         rp__trace_event ev = {rp__now_ns(), 0, 0, RP__EV_STEAL, victim->index, got};

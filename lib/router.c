@@ -17,6 +17,7 @@
 
 #include "pool.h"
 #include "routee.h"
+#include "probes.h"
 #include "scatter.h"
 
 /* Routers with at most this many routees route with no allocation. */
@@ -299,7 +300,9 @@ static int route(rp_router *rt, rp_job_fn fn, void *arg, const void *key, size_t
     }
     if (rt->n > STACK_CHOICES && !(out = malloc(sizeof *out * rt->n)))
         return rp__fail(RP_ENOMEM, "router %s: out of memory", rt->name);
+    RP_PROBE3(submit, rt->name, st.message_index, key != NULL);
     cnt = rp_strategy_pick(&rt->strategy, &st, rt->routees, rt->n, out);
+    RP_PROBE4(route, rt->name, (int)rt->strategy.kind, cnt > 0 ? (long)out[0] : -1L, cnt);
     if (cnt < 0)
         handback(rt, NULL, arg, RP_EINVAL, reply);
     else if (cnt == 0)

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "pool.h"
+#include "probes.h"
 #include "scatter.h"
 #include "timer.h"
 
@@ -143,6 +144,7 @@ static void count(rp__sg *sg, int outcome, int64_t latency_ns)
     int b = 0;
 
     atomic_fetch_add_explicit(&sg->resolved[outcome], 1, memory_order_relaxed);
+    RP_PROBE3(scatter__resolve, sg->name, outcome, latency_ns);
     if (outcome == RP_SCATTER_NO_REPLY_TARGET)
         return;
     while (b < RP_SCATTER_LATENCY_BUCKETS && sec > rp_scatter_latency_bounds[b])

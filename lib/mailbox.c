@@ -137,7 +137,8 @@ int rp__reason_slot(int reason)
  * for the queue-wait histogram (read by whoever runs the job). */
 static void sample_enqueue(rp__mailbox *mb, rp__job *job)
 {
-    int64_t d = atomic_load_explicit(&mb->depth, memory_order_relaxed);
+    /* depth already counts this job's own slot: what it found is one less. */
+    int64_t d = atomic_load_explicit(&mb->depth, memory_order_relaxed) - 1;
     int b = 0;
 
     while (b < RP_DEPTH_BUCKETS - 1 && (double)d > rp_metrics_depth_bounds[b])
@@ -146,6 +147,7 @@ static void sample_enqueue(rp__mailbox *mb, rp__job *job)
     atomic_fetch_add_explicit(&mb->depth_sum, (uint64_t)(d > 0 ? d : 0), memory_order_relaxed);
     atomic_fetch_add_explicit(&mb->depth_count, 1, memory_order_relaxed);
     job->enq_ns = rp__now_ns();
+    job->flags |= RP__JOB_SAMPLED;
 }
 
 /* Enqueue a job that holds a slot.  On failure the slot is given back. */

@@ -16,6 +16,7 @@
 #include "wait.h"
 
 #define RP__JOB_PINNED 1u
+#define RP__JOB_SAMPLED 2u /* feeds the queue-wait histogram */
 
 typedef struct rp__mailbox rp__mailbox;
 

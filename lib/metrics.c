@@ -34,16 +34,45 @@ static uint64_t load(const _Atomic uint64_t *v)
     return atomic_load_explicit((_Atomic uint64_t *)v, memory_order_relaxed);
 }
 
-static void read_routee(const rp_routee *r, rp_routee_metrics *m)
+/* Busy time including the running period, read under the routee's
+ * seqlock (written in pool.c set_busy()). */
+static double busy_seconds(const rp_routee *cr)
+{
+    rp_routee *r = (rp_routee *)cr;
+    uint32_t s1, s2;
+    uint64_t ns;
+    int64_t since;
+
+    do {
+        s1 = atomic_load_explicit(&r->busy_seq, memory_order_acquire);
+        ns = atomic_load_explicit(&r->busy_ns, memory_order_relaxed);
+        since = atomic_load_explicit(&r->busy_since, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        s2 = atomic_load_explicit(&r->busy_seq, memory_order_relaxed);
+    } while ((s1 & 1) || s1 != s2);
+    if (since)
+        ns += (uint64_t)(rp__now_ns() - since);
+    return (double)ns / 1e9;
+}
+
+/* The counters that grow when a job finishes (run, handed back, moved). */
+static void read_finished(const rp_routee *r, rp_routee_metrics *m)
 {
     const rp__mailbox *mb = &r->mb;
 
-    /* Finished before accepted: see the header. */
     m->run = atomic_load_explicit((_Atomic uint64_t *)&r->run, memory_order_acquire);
     for (int i = 0; i < RP_METRICS_REASONS; i++)
         m->handed_back[i] = load(&mb->by_reason[i]);
+    m->rerouted = load(&r->rerouted);
     m->stole = load(&r->stole);
     m->stolen_from = load(&mb->stolen_from);
+}
+
+/* Everything else; after read_finished() of every routee (see header). */
+static void read_accepted(const rp_routee *r, rp_routee_metrics *m)
+{
+    const rp__mailbox *mb = &r->mb;
+
     m->rejected = load(&mb->rejected);
     m->enqueued = atomic_load_explicit((_Atomic uint64_t *)&mb->enqueued, memory_order_acquire);
     m->depth = (uint64_t)(atomic_load_explicit((_Atomic int64_t *)&mb->depth,
@@ -52,7 +81,7 @@ static void read_routee(const rp_routee *r, rp_routee_metrics *m)
                                                      memory_order_relaxed)
                               : 0);
     m->busy = (uint64_t)atomic_load_explicit((_Atomic int *)&r->busy, memory_order_relaxed);
-    m->busy_seconds = (double)load(&r->busy_ns) / 1e9;
+    m->busy_seconds = busy_seconds(r);
     for (int b = 0; b < RP_DEPTH_BUCKETS; b++)
         m->depth_buckets[b] = load(&mb->depth_hist[b]);
     m->depth_sum = load(&mb->depth_sum);
@@ -63,7 +92,7 @@ static void read_routee(const rp_routee *r, rp_routee_metrics *m)
     m->wait_count = load(&r->wait_count);
 }
 
-static void add_scatter(rp_scatter_stats *sum, const rp_scatter_stats *s)
+void rp__scatter_stats_add(rp_scatter_stats *sum, const rp_scatter_stats *s)
 {
     for (int i = 0; i < RP_SCATTER_OUTCOMES; i++)
         sum->resolved[i] += s->resolved[i];
@@ -82,17 +111,22 @@ int rp_metrics_snapshot(rp_pool *pool, rp_metrics *out)
     if (!(out->routee = calloc(pool->n, sizeof *out->routee)))
         return rp__fail(RP_ENOMEM, "rp_metrics_snapshot: out of memory");
     out->routees = pool->n;
+    for (unsigned i = 0; i < pool->n; i++)
+        read_finished(&pool->routees[i], &out->routee[i]);
     for (unsigned i = 0; i < pool->n; i++) {
-        read_routee(&pool->routees[i], &out->routee[i]);
+        read_accepted(&pool->routees[i], &out->routee[i]);
+        /* A re-routed job was enqueued twice (here and where it went). */
         out->submitted += out->routee[i].enqueued +
-                          out->routee[i].handed_back[rp__reason_slot(RP_EDROPPED)];
+                          out->routee[i].handed_back[rp__reason_slot(RP_EDROPPED)] -
+                          out->routee[i].rerouted;
     }
     out->memory_bytes = rp__arena_allocated(&pool->arena);
     pthread_mutex_lock(&pool->sg_lock);
+    rp__scatter_stats_add(&out->scatter, &pool->sg_retired);
     for (size_t i = 0; i < pool->nsgs; i++) {
         rp_scatter_stats s;
         rp__sg_stats(pool->sgs[i], &s);
-        add_scatter(&out->scatter, &s);
+        rp__scatter_stats_add(&out->scatter, &s);
     }
     pthread_mutex_unlock(&pool->sg_lock);
     return 0;
@@ -199,7 +233,7 @@ static void histogram(FILE *f, const char *name, const char *pool, long routee,
     }
     fprintf(f, "%s_sum", name);
     labels(f, pool, routee, NULL, NULL);
-    fprintf(f, " %.9g\n", sum);
+    fprintf(f, " %.17g\n", sum);
     fprintf(f, "%s_count", name);
     labels(f, pool, routee, NULL, NULL);
     /* The +Inf bucket and _count must agree: both are the bucket total. */

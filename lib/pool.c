@@ -185,9 +185,10 @@ static void run_job(rp_routee *r, rp__job *job)
 
     int64_t enq_ns = job->enq_ns;
     int32_t submit_tid = job->submit_tid;
+    bool sampled = job->flags & RP__JOB_SAMPLED;
 
     rp__mailbox_job_free(job);
-    if (enq_ns)
+    if (sampled)
         observe_wait(r, enq_ns);
     if (!rp__reply_none(&ctx.reply) && skip_job(r, &ctx.reply, arg))
         return;
@@ -505,9 +506,13 @@ static void idle_sleep(rp_routee *r, bool *searching)
 }
 
 /* Busy flag and busy time.  The clock is read per busy period, not per
- * job: a routee that runs job after job pays nothing. */
-static void set_busy(rp_routee *r, bool *busy, bool now, int64_t *since)
+ * job: a routee that runs job after job pays nothing.  busy_since and
+ * busy_ns change under the busy_seq seqlock (read in metrics.c). */
+static void set_busy(rp_routee *r, bool *busy, bool now)
 {
+    uint32_t seq;
+    int64_t t;
+
     if (*busy == now)
         return;
     /* Store only on change: routers read this line on every route. */
@@ -515,10 +520,18 @@ static void set_busy(rp_routee *r, bool *busy, bool now, int64_t *since)
     *busy = now;
     if (!r->mb.metrics)
         return;
-    if (now)
-        *since = rp__now_ns();
-    else
-        owner_add(&r->busy_ns, (uint64_t)(rp__now_ns() - *since));
+    t = rp__now_ns();
+    seq = atomic_load_explicit(&r->busy_seq, memory_order_relaxed);
+    atomic_store_explicit(&r->busy_seq, seq + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    if (now) {
+        atomic_store_explicit(&r->busy_since, t, memory_order_relaxed);
+    } else {
+        owner_add(&r->busy_ns, (uint64_t)(t - atomic_load_explicit(&r->busy_since,
+                                                                   memory_order_relaxed)));
+        atomic_store_explicit(&r->busy_since, 0, memory_order_relaxed);
+    }
+    atomic_store_explicit(&r->busy_seq, seq + 2, memory_order_release);
 }
 
 
@@ -526,7 +539,6 @@ static void *routee_main(void *p)
 {
     rp_routee *r = p;
     bool busy = false, searching = false;
-    int64_t busy_since = 0;
 
     current_routee = r;
     atomic_store_explicit(&r->tid, rp__tid(), memory_order_release);
@@ -543,20 +555,20 @@ static void *routee_main(void *p)
         }
         /* Busy before the pop: the score depth + busy must not dip to 0
          * between taking a job and starting it. */
-        set_busy(r, &busy, true, &busy_since);
+        set_busy(r, &busy, true);
         if ((job = next_job(r)) != NULL) {
             stop_searching(r->pool, &searching);
             run_job(r, job);
             continue;
         }
-        set_busy(r, &busy, false, &busy_since);
+        set_busy(r, &busy, false);
         stop_searching(r->pool, &searching);
         if (closed && rp__mailbox_depth(&r->mb) == 0)
             break; /* drained */
         idle_sleep(r, &searching);
     }
     stop_searching(r->pool, &searching);
-    set_busy(r, &busy, false, &busy_since);
+    set_busy(r, &busy, false);
     atomic_thread_fence(memory_order_seq_cst);
     notify_idle(r->pool);
     return NULL;
@@ -616,10 +628,16 @@ int rp__pool_add_sg(rp_pool *pool, struct rp__sg *sg)
 
 void rp__pool_remove_sg(rp_pool *pool, struct rp__sg *sg)
 {
+    rp_scatter_stats final;
+
     pthread_mutex_lock(&pool->sg_lock);
     for (size_t i = 0; i < pool->nsgs; i++) {
         if (pool->sgs[i] == sg) {
             pool->sgs[i] = pool->sgs[--pool->nsgs];
+            /* Keep its counts: a counter must not go down when a router
+             * goes away. */
+            rp__sg_stats(sg, &final);
+            rp__scatter_stats_add(&pool->sg_retired, &final);
             break;
         }
     }

@@ -39,6 +39,7 @@ struct rp_pool {
     pthread_mutex_t sg_lock;
     struct rp__sg **sgs;
     size_t nsgs, capsgs;
+    rp_scatter_stats sg_retired; /* counts of destroyed scatter routers */
     /* Tracing: rings are allocated at the first rp_trace_start() and kept
      * until the pool is destroyed, so a routee never writes freed memory.
      * trace_sample is 0 when not tracing, else one job in trace_sample is

@@ -32,6 +32,10 @@ struct rp_routee {
     _Atomic uint64_t stole; /* owner-only writes */
     _Atomic uint64_t rerouted;
     /* Metrics, owner-only writes (relaxed load + store). */
+    /* busy_ns and busy_since under a seqlock (busy_seq odd while the owner
+     * writes), so a snapshot adds the running period exactly once. */
+    _Atomic uint32_t busy_seq;
+    _Atomic int64_t busy_since; /* 0 while idle */
     _Atomic uint64_t busy_ns;
     _Atomic uint64_t wait_hist[RP_WAIT_BUCKETS];
     _Atomic uint64_t wait_count, wait_sum_ns;

@@ -183,8 +183,11 @@ void rp__router_free(rp_router *rt)
     if (!rt)
         return;
     if (rt->sg) {
+        /* Stop open scatters first, so "stopped" is counted before the
+         * pool folds this router's counts into its own. */
+        rp__sg_stop_open(rt->sg);
         rp__pool_remove_sg(rt->pool, rt->sg);
-        rp__sg_close(rt->sg); /* fails open scatters: "stopped ..." */
+        rp__sg_close(rt->sg);
     }
     free(rt->weights);
     free(rt->routees);

@@ -21,6 +21,8 @@ void rp__sg_close(rp__sg *sg);
 void rp__sg_stop_open(rp__sg *sg);
 void rp__sg_release(rp__sg *sg);
 void rp__sg_stats(const rp__sg *sg, rp_scatter_stats *out);
+/* sum += s (metrics.c). */
+void rp__scatter_stats_add(rp_scatter_stats *sum, const rp_scatter_stats *s);
 /* A bare tell: counted, logged, arg handed back by the caller. */
 void rp__sg_no_reply_target(rp__sg *sg);
 

@@ -46,6 +46,14 @@ struct rp__tracer {
 static _Thread_local int32_t cached_tid;
 static _Atomic unsigned env_pools;
 
+/* Pools tracing because of RP_TRACE: their traces are finished at exit
+ * too, since programs that cannot be changed often exit without
+ * destroying their pools (an unterminated trace would be unreadable). */
+static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
+static rp_pool **env_list;
+static size_t env_n, env_cap;
+static bool env_atexit;
+
 int32_t rp__tid(void)
 {
     if (!cached_tid)
@@ -78,6 +86,19 @@ void rp__trace_push(rp__trace_ring *ring, const rp__trace_event *ev)
     atomic_store_explicit(&ring->head, head + 1, memory_order_release);
 }
 
+/* A JSON string body: pool names are user text. */
+static void json_str(FILE *f, const char *str)
+{
+    for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+}
+
 static double us(const struct rp__tracer *t, int64_t ns)
 {
     return (double)(ns - t->t0_ns) / 1000.0;
@@ -102,11 +123,17 @@ static void write_event(struct rp__tracer *t, int routee, int32_t tid, const rp_
                 us(t, e->t0), (double)(e->t1 - e->t0) / 1000.0, pid, tid, routee,
                 e->enq_ns ? (double)(e->t0 - e->enq_ns) / 1000.0 : 0.0);
         if (e->enq_ns && e->enq_ns >= t->t0_ns && e->other) {
+            /* Perfetto binds a flow start to the slice enclosing it: give
+             * the submit a 1 us slice on the submitting thread. */
             t->flow_id++;
+            sep(t);
+            fprintf(f, "{\"name\":\"submit\",\"cat\":\"job\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":1,"
+                       "\"pid\":%d,\"tid\":%d}",
+                    us(t, e->enq_ns), pid, e->other);
             sep(t);
             fprintf(f, "{\"name\":\"submit\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%llu,\"ts\":%.3f,"
                        "\"pid\":%d,\"tid\":%d}",
-                    (unsigned long long)t->flow_id, us(t, e->enq_ns), pid, e->other);
+                    (unsigned long long)t->flow_id, us(t, e->enq_ns) + 0.5, pid, e->other);
             sep(t);
             fprintf(f, "{\"name\":\"submit\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,"
                        "\"ts\":%.3f,\"pid\":%d,\"tid\":%d}",
@@ -114,11 +141,22 @@ static void write_event(struct rp__tracer *t, int routee, int32_t tid, const rp_
         }
     } else if (e->kind == RP__EV_STEAL) {
         rp_routee *victim = &t->pool->routees[e->other];
+        int vtid = atomic_load(&victim->tid);
+        /* Short slices on both tracks enclose the flow's ends (Perfetto
+         * drops a flow start that no slice encloses). */
         t->flow_id++;
+        sep(t);
+        fprintf(f, "{\"name\":\"stolen\",\"cat\":\"steal\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":1,"
+                   "\"pid\":%d,\"tid\":%d,\"args\":{\"thief\":%d,\"jobs\":%u}}",
+                us(t, e->t0) - 1, pid, vtid, routee, e->count);
         sep(t);
         fprintf(f, "{\"name\":\"steal\",\"cat\":\"steal\",\"ph\":\"s\",\"id\":%llu,\"ts\":%.3f,"
                    "\"pid\":%d,\"tid\":%d}",
-                (unsigned long long)t->flow_id, us(t, e->t0) - 0.001, pid, atomic_load(&victim->tid));
+                (unsigned long long)t->flow_id, us(t, e->t0) - 0.5, pid, vtid);
+        sep(t);
+        fprintf(f, "{\"name\":\"steal\",\"cat\":\"steal\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":1,"
+                   "\"pid\":%d,\"tid\":%d,\"args\":{\"thief\":%d,\"victim\":%d,\"jobs\":%u}}",
+                us(t, e->t0), pid, tid, routee, e->other, e->count);
         sep(t);
         fprintf(f, "{\"name\":\"steal\",\"cat\":\"steal\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,"
                    "\"pid\":%d,\"tid\":%d,\"args\":{\"thief\":%d,\"victim\":%d,\"jobs\":%u}}",
@@ -126,7 +164,7 @@ static void write_event(struct rp__tracer *t, int routee, int32_t tid, const rp_
         sep(t);
         fprintf(f, "{\"name\":\"steal\",\"cat\":\"steal\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,"
                    "\"ts\":%.3f,\"pid\":%d,\"tid\":%d}",
-                (unsigned long long)t->flow_id, us(t, e->t0), pid, tid);
+                (unsigned long long)t->flow_id, us(t, e->t0) + 0.5, pid, tid);
     }
 }
 
@@ -192,8 +230,10 @@ static void write_header(struct rp__tracer *t)
     fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", t->f);
     t->first = true;
     sep(t);
-    fprintf(t->f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"routepool %s\"}}",
-            pid, t->pool->name);
+    fprintf(t->f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"routepool ",
+            pid);
+    json_str(t->f, t->pool->name);
+    fputs("\"}}", t->f);
 }
 
 /* Name each routee's thread track once its thread has reported its id. */
@@ -218,10 +258,11 @@ static void write_footer(struct rp__tracer *t)
     for (unsigned i = 0; i < t->pool->n; i++)
         lost += atomic_load_explicit(&t->pool->rings[i]->lost, memory_order_relaxed);
     sep(t);
-    fprintf(t->f, "{\"name\":\"routepool\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"pool\":\"%s\","
-                  "\"routees\":%u,\"interval_us\":%u,\"samples\":%llu,\"lost_events\":%llu}}",
-            (int)getpid(), t->pool->name, t->pool->n, t->interval_us,
-            (unsigned long long)t->samples, (unsigned long long)lost);
+    fprintf(t->f, "{\"name\":\"routepool\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"pool\":\"",
+            (int)getpid());
+    json_str(t->f, t->pool->name);
+    fprintf(t->f, "\",\"routees\":%u,\"interval_us\":%u,\"samples\":%llu,\"lost_events\":%llu}}",
+            t->pool->n, t->interval_us, (unsigned long long)t->samples, (unsigned long long)lost);
     fputs("\n]}\n", t->f);
 }
 
@@ -338,8 +379,50 @@ int rp_trace_stop(rp_pool *pool)
     return rc;
 }
 
+static void env_finish_all(void)
+{
+    pthread_mutex_lock(&env_lock);
+    for (size_t i = 0; i < env_n; i++) {
+        rp_pool *pool = env_list[i];
+        pthread_mutex_lock(&pool->trace_lock);
+        if (pool->tracer)
+            stop_locked(pool);
+        pthread_mutex_unlock(&pool->trace_lock);
+    }
+    env_n = 0;
+    pthread_mutex_unlock(&env_lock);
+}
+
+static void env_register(rp_pool *pool)
+{
+    pthread_mutex_lock(&env_lock);
+    if (env_n == env_cap) {
+        size_t cap = env_cap ? env_cap * 2 : 4;
+        rp_pool **grown = realloc(env_list, cap * sizeof *grown);
+        if (grown) {
+            env_list = grown;
+            env_cap = cap;
+        }
+    }
+    if (env_n < env_cap)
+        env_list[env_n++] = pool;
+    if (!env_atexit)
+        env_atexit = atexit(env_finish_all) == 0;
+    pthread_mutex_unlock(&env_lock);
+}
+
+static void env_unregister(rp_pool *pool)
+{
+    pthread_mutex_lock(&env_lock);
+    for (size_t i = 0; i < env_n; i++)
+        if (env_list[i] == pool)
+            env_list[i] = env_list[--env_n];
+    pthread_mutex_unlock(&env_lock);
+}
+
 void rp__trace_pool_destroy(rp_pool *pool)
 {
+    env_unregister(pool);
     if (pool->tracer)
         rp_trace_stop(pool);
     if (pool->rings) {
@@ -371,6 +454,9 @@ void rp__trace_from_env(rp_pool *pool)
     k = atomic_fetch_add(&env_pools, 1);
     if (k > 0)
         snprintf(path + o, sizeof path - o, ".%u", k);
-    if (rp_trace_start(pool, path, NULL) < 0)
+    if (rp_trace_start(pool, path, NULL) < 0) {
         rp__log(pool->log, pool->log_user, RP_LOG_WARN, "RP_TRACE: %s", rp_errmsg());
+        return;
+    }
+    env_register(pool);
 }

@@ -5,7 +5,7 @@
 # uses sudo only when not already root.
 set -eu
 
-PACKAGES="build-essential cmake pkg-config libck-dev libjemalloc-dev libcriterion-dev libxxhash-dev systemtap-sdt-dev"
+PACKAGES="build-essential cmake pkg-config libck-dev libjemalloc-dev libcriterion-dev libxxhash-dev systemtap-sdt-dev python3"
 
 missing=""
 for pkg in $PACKAGES; do

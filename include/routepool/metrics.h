@@ -3,11 +3,12 @@
  * text exposition, both generated from one list of definitions.
  *
  * Writers bump relaxed per-routee counters on cache lines of their own;
- * readers take snapshots.  A snapshot reads every counter once, "finished"
- * counters (run, handed back) before "accepted" ones (enqueued), so within
- * one routee run + handed back never exceeds enqueued + stolen, whatever
- * runs concurrently.  Safe and cheap while the pool runs (no lock taken on
- * any job path).
+ * readers take snapshots.  A snapshot reads every counter once, the
+ * "finished" counters (run, handed back) of every routee before the
+ * "accepted" ones (enqueued) of any, so pool-wide
+ * sum(run) + sum(handed back) <= submitted + sum(rerouted) holds in every
+ * snapshot, whatever runs concurrently.  Safe and cheap while the pool runs
+ * (no lock taken on any job path).
  *
  * Sampling: the depth histogram and the queue-wait histogram observe one
  * enqueue in RP_METRICS_SAMPLE (per routee), to keep clocks off the hot
@@ -48,7 +49,9 @@ extern "C" {
     X(stole, RP_METRIC_COUNTER, "routepool_routee_stolen_total",                    \
       "Jobs this routee stole from other routees.")                                 \
     X(rejected, RP_METRIC_COUNTER, "routepool_routee_rejected_total",               \
-      "Submits refused because the bounded mailbox was full (RP_EFULL).")
+      "Submits refused because the bounded mailbox was full (RP_EFULL).")           \
+    X(rerouted, RP_METRIC_COUNTER, "routepool_routee_rerouted_total",               \
+      "Stealable jobs moved to live routees when this routee stopped.")
 
 enum { RP_METRIC_GAUGE = 0, RP_METRIC_COUNTER = 1, RP_METRIC_HISTOGRAM = 2 };
 
@@ -85,7 +88,8 @@ typedef struct rp_routee_metrics {
 #define RP__METRIC_FIELD(field, type, name, help) uint64_t field;
     RP_ROUTEE_METRICS(RP__METRIC_FIELD)
 #undef RP__METRIC_FIELD
-    /** routepool_routee_busy_seconds_total: time spent running jobs. */
+    /** routepool_routee_busy_seconds_total: time spent running jobs,
+     *  including the job running at the snapshot. */
     double busy_seconds;
     /** Hand-backs by reason, indexed like rp_metrics_reason_codes. */
     uint64_t handed_back[RP_METRICS_REASONS];
@@ -102,8 +106,8 @@ typedef struct rp_routee_metrics {
 typedef struct rp_metrics {
     /** routepool_pool_routees. */
     uint64_t routees;
-    /** routepool_pool_submitted_total: jobs the pool's mailboxes accepted
-     *  (queued, or handed back under drop-new). */
+    /** routepool_pool_submitted_total: jobs the pool accepted (queued, or
+     *  handed back under drop-new); a job re-routed at a stop counts once. */
     uint64_t submitted;
     /** routepool_pool_memory_bytes: bytes the pool's private jemalloc arena
      *  has allocated (0 when the arena is not jemalloc's). */

@@ -14,7 +14,8 @@
  * Programs that cannot be changed: set RP_TRACE=path in the environment;
  * every pool created then traces to path (the second pool of the process
  * to path.1, and so on; "%p" in path becomes the process id) until it is
- * destroyed.
+ * destroyed, or until the process exits (an atexit handler finishes the
+ * traces of pools the program never destroyed).
  */
 #ifndef ROUTEPOOL_TRACE_H
 #define ROUTEPOOL_TRACE_H
@@ -32,7 +33,8 @@ typedef struct rp_trace_options {
      *  Default 1000 (1 ms). */
     unsigned interval_us;
     /** Record one job slice (and its submit flow) per job_sample jobs a
-     *  routee runs; 0 records none.  Default 64. */
+     *  mailbox accepts (the slice lands on whichever routee runs the job,
+     *  the thief for a stolen one); 0 records none.  Default 64. */
     unsigned job_sample;
     /** Record steals.  Default true. */
     bool steals;

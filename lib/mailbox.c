@@ -290,6 +290,7 @@ unsigned rp__mailbox_steal(rp__mailbox *mb, rp__job **out, unsigned max)
 
 void rp__mailbox_count_skipped(rp__mailbox *mb, int reason)
 {
+    atomic_fetch_add_explicit(&mb->undelivered, 1, memory_order_relaxed);
     if (reason == RP_EEXPIRED)
         atomic_fetch_add_explicit(&mb->expired, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&mb->retired, 1, memory_order_release);

@@ -22,6 +22,7 @@
 
 #include "future.h"
 #include "scatter.h"
+#include "timer.h"
 #include "wait.h"
 
 typedef struct callback {
@@ -41,6 +42,10 @@ struct rp_future {
     char *message;      /* owned; err.message points here */
     rp_error *members;  /* owned, with owned messages */
     callback *callbacks;
+    /* The deadline's timer entry (NULL: none, or it fired or was
+     * cancelled).  timer under mu; timer_pos under the timer's lock. */
+    struct rp__timer *timer;
+    size_t timer_pos;
 };
 
 int rp__future_new(rp_future **out)
@@ -58,8 +63,48 @@ int rp__future_new(rp_future **out)
     pthread_cond_init(&f->cv, &ca);
     pthread_condattr_destroy(&ca);
     f->routee = -1;
+    f->timer_pos = RP__TIMER_NONE;
     *out = f;
     return 0;
+}
+
+static void on_deadline(void *ctx, bool fired)
+{
+    rp_future *f = ctx;
+
+    pthread_mutex_lock(&f->mu);
+    f->timer = NULL;
+    pthread_mutex_unlock(&f->mu);
+    if (fired)
+        rp__future_fail(f, RP_ETIMEDOUT, -1, "ask timed out");
+    rp_future_release(f);
+}
+
+void rp__future_arm(rp_future *f, struct rp__timer *timer, int64_t deadline_ns)
+{
+    pthread_mutex_lock(&f->mu);
+    if (atomic_load_explicit(&f->state, memory_order_relaxed) != RP_FUTURE_PENDING ||
+        f->timer) {
+        pthread_mutex_unlock(&f->mu);
+        return;
+    }
+    f->timer = timer;
+    pthread_mutex_unlock(&f->mu);
+    /* The entry's reference; the entry goes when f completes (cancel). */
+    if (rp__timer_add(timer, deadline_ns, on_deadline, rp_future_retain(f), &f->timer_pos) < 0) {
+        pthread_mutex_lock(&f->mu);
+        f->timer = NULL;
+        pthread_mutex_unlock(&f->mu);
+        rp_future_release(f);
+    }
+}
+
+/* After completion: drop the deadline entry now rather than at the
+ * deadline, so a completed future is not held for the rest of it. */
+static void disarm(rp_future *f, struct rp__timer *timer)
+{
+    if (timer)
+        rp__timer_cancel(timer, &f->timer_pos);
 }
 
 rp_future *rp_future_retain(rp_future *f)
@@ -99,8 +144,9 @@ static callback *complete_locked(rp_future *f, int state)
     return cbs;
 }
 
-static void run_callbacks(rp_future *f, callback *cbs)
+static void run_callbacks(rp_future *f, callback *cbs, struct rp__timer *timer)
 {
+    disarm(f, timer);
     while (cbs) {
         callback *next = cbs->next;
         cbs->cb(f, cbs->user);
@@ -112,6 +158,7 @@ static void run_callbacks(rp_future *f, callback *cbs)
 
 bool rp__future_fulfil(rp_future *f, void *value, int routee)
 {
+    struct rp__timer *timer;
     callback *cbs;
 
     pthread_mutex_lock(&f->mu);
@@ -122,14 +169,16 @@ bool rp__future_fulfil(rp_future *f, void *value, int routee)
     f->value = value;
     f->routee = routee;
     cbs = complete_locked(f, RP_FUTURE_FULFILLED);
+    timer = f->timer;
     pthread_mutex_unlock(&f->mu);
-    run_callbacks(f, cbs);
+    run_callbacks(f, cbs, timer);
     return true;
 }
 
 static bool fail_with(rp_future *f, int code, int routee, char *message,
                       rp_error *members, size_t n)
 {
+    struct rp__timer *timer;
     callback *cbs;
 
     pthread_mutex_lock(&f->mu);
@@ -144,8 +193,9 @@ static bool fail_with(rp_future *f, int code, int routee, char *message,
     f->err = (rp_error){code, message ? message : rp_strerror(code), routee,
                         members, n};
     cbs = complete_locked(f, RP_FUTURE_FAILED);
+    timer = f->timer;
     pthread_mutex_unlock(&f->mu);
-    run_callbacks(f, cbs);
+    run_callbacks(f, cbs, timer);
     return true;
 }
 

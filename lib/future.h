@@ -40,6 +40,11 @@ bool rp__future_fail_aggregate(rp_future *f, char *message, rp_error *members,
                                size_t n);
 bool rp__future_pending(const rp_future *f);
 
+struct rp__timer;
+/* Fail f with RP_ETIMEDOUT at deadline_ns unless it completes first (then
+ * the timer entry is removed at once).  No-op when already armed. */
+void rp__future_arm(rp_future *f, struct rp__timer *timer, int64_t deadline_ns);
+
 /* The job will not run: fail its reply with code and drop the job's
  * reference.  routee: where it was, or -1. */
 void rp__reply_fail(rp__reply *r, int code, int routee);

@@ -338,6 +338,7 @@ void rp__mailbox_count_skipped(rp__mailbox *mb, int reason)
     if (rp__reason_slot(reason) >= 0)
         atomic_fetch_add_explicit(&mb->by_reason[rp__reason_slot(reason)], 1,
                                   memory_order_relaxed);
+    atomic_fetch_add_explicit(&mb->undelivered, 1, memory_order_relaxed);
     if (reason == RP_EEXPIRED)
         atomic_fetch_add_explicit(&mb->expired, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&mb->retired, 1, memory_order_release);

@@ -234,11 +234,9 @@ int rp_job_fail(rp_job_ctx *ctx, int code, const char *message)
     ctx->replied = true;
     if (!message)
         message = rp_strerror(code);
-    if (ctx->reply.scatter) {
-        rp__scatter_member_fail(ctx->reply.scatter, ctx->reply.member, code,
-                                ctx->routee->index, message);
-        return 0;
-    }
+    if (ctx->reply.scatter)
+        return rp__scatter_member_fail(ctx->reply.scatter, ctx->reply.member, code,
+                                       ctx->routee->index, message);
     if (rp__future_fail(ctx->reply.future, code, ctx->routee->index, "%s", message))
         return 0;
     return rp_future_status(ctx->reply.future) == RP_FUTURE_FAILED ? RP_ETIMEDOUT : RP_ECANCELLED;
@@ -648,10 +646,24 @@ void rp__pool_remove_sg(rp_pool *pool, struct rp__sg *sg)
  * its timeout. */
 static void stop_scatters(rp_pool *pool)
 {
+    struct rp__sg **copy = NULL;
+    size_t n;
+
+    /* Copy with references, then stop outside the lock: stopping runs
+     * completion callbacks, which may create or destroy routers. */
     pthread_mutex_lock(&pool->sg_lock);
-    for (size_t i = 0; i < pool->nsgs; i++)
-        rp__sg_stop_open(pool->sgs[i]);
+    n = pool->nsgs;
+    if (n && (copy = malloc(n * sizeof *copy)))
+        for (size_t i = 0; i < n; i++)
+            rp__sg_retain(copy[i] = pool->sgs[i]);
     pthread_mutex_unlock(&pool->sg_lock);
+    if (!copy)
+        return; /* out of memory: open scatters fail at their deadlines */
+    for (size_t i = 0; i < n; i++) {
+        rp__sg_stop_open(copy[i]);
+        rp__sg_release(copy[i]);
+    }
+    free(copy);
 }
 
 static int start_threads(rp_pool *pool)

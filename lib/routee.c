@@ -169,15 +169,6 @@ int rp__ask_timeout(int timeout_ms, int64_t *deadline_ns, const char *func)
     return 0;
 }
 
-static void on_ask_deadline(void *ctx, bool fired)
-{
-    rp_future *f = ctx;
-
-    if (fired)
-        rp__future_fail(f, RP_ETIMEDOUT, -1, "ask timed out");
-    rp_future_release(f);
-}
-
 int rp__ask_begin(rp_pool *pool, int64_t deadline_ns, rp__reply *reply, rp_future **out)
 {
     rp_future *f;
@@ -185,11 +176,11 @@ int rp__ask_begin(rp_pool *pool, int64_t deadline_ns, rp__reply *reply, rp_futur
 
     if ((rc = rp__future_new(&f)) < 0)
         return rp__fail(rc, "ask: out of memory");
-    /* References: the caller's (out), the job's (reply), the timer's. */
+    /* References: the caller's (out), the job's (reply), the timer's
+     * (taken by rp__future_arm, dropped when f completes). */
     *reply = (rp__reply){rp_future_retain(f), NULL, 0, deadline_ns};
-    if (pool && rp__timer_add(&pool->timer, deadline_ns, on_ask_deadline,
-                              rp_future_retain(f)) < 0)
-        rp_future_release(f); /* the pool is shutting down: no timer */
+    if (pool)
+        rp__future_arm(f, &pool->timer, deadline_ns);
     *out = f;
     return 0;
 }

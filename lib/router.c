@@ -396,8 +396,13 @@ int rp_router_ask(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms, rp_fut
         return rp__fail(RP_EINVAL, "rp_router_ask: %s is NULL", rt ? "fn" : "router");
     if ((rc = rp__ask_timeout(timeout_ms, &deadline, "rp_router_ask")) < 0)
         return rc;
-    if (rt->sg)
-        return scatter_ask(rt, fn, arg, out);
+    if (rt->sg) {
+        /* The caller's own deadline applies too: with it below the
+         * scatter's timeout the caller gets RP_ETIMEDOUT first. */
+        if ((rc = scatter_ask(rt, fn, arg, out)) == 0)
+            rp__future_arm(*out, &rt->pool->timer, deadline);
+        return rc;
+    }
     if (rt->strategy.kind == RP_STRATEGY_CONSISTENT_HASH)
         return rp__fail(RP_EINVAL, "router %s: consistent hashing needs a key", rt->name);
     if ((rc = rp__ask_begin(timer_pool(rt), deadline, &reply, out)) < 0)

@@ -61,8 +61,10 @@ struct rp__scatter {
     void *arg;
     size_t n, sent, nfailed;
     rp_routee **routees; /* scatter order */
-    rp_error *members;   /* n; code 0 while the member is open */
+    rp_error *members;   /* n, filled as members fail */
+    bool *done;          /* n: member replied or failed */
     bool resolved;
+    size_t deadline_pos, interval_pos; /* timer entries (cancelled at resolution) */
     _Atomic bool resolved_flag;
     int64_t start_ns, deadline_ns;
     rp__scatter *prev, *next; /* in sg->open */
@@ -111,7 +113,7 @@ int rp__sg_new(rp__sg **out, const rp_scatter_gather_options *opts, const char *
     return 0;
 }
 
-static void sg_retain(rp__sg *sg)
+void rp__sg_retain(rp__sg *sg)
 {
     atomic_fetch_add_explicit(&sg->refs, 1, memory_order_relaxed);
 }
@@ -179,6 +181,7 @@ void rp__scatter_release(rp__scatter *s)
     }
     rp_future_release(s->result);
     free(s->routees);
+    free(s->done);
     pthread_mutex_destroy(&s->mu);
     rp__sg_release(s->sg);
     free(s);
@@ -213,6 +216,14 @@ static void unlink_open(rp__scatter *s)
     pthread_mutex_unlock(&sg->mu);
 }
 
+/* After resolution: drop the timer entries now, not at the deadline, so a
+ * resolved scatter is freed as soon as its copies are done. */
+static void cancel_timers(rp__scatter *s)
+{
+    rp__timer_cancel(&s->sg->pool->timer, &s->deadline_pos);
+    rp__timer_cancel(&s->sg->pool->timer, &s->interval_pos);
+}
+
 /* Under s->mu: mark resolved and take the caller's future out. */
 static rp_future *resolve_locked(rp__scatter *s)
 {
@@ -224,34 +235,42 @@ static rp_future *resolve_locked(rp__scatter *s)
     return f;
 }
 
-static char *aggregate_message(const rp__scatter *s, int *outcome)
+/* Members are the routees asked: all of them, or (tail-chopping) those
+ * sent before the scatter resolved. */
+static char *aggregate_message(const rp__scatter *s, size_t asked, int *outcome)
 {
-    bool all_timeouts = s->n > 0;
+    bool all_timeouts = asked > 0;
     char buf[256];
 
-    for (size_t i = 0; i < s->n; i++)
+    for (size_t i = 0; i < asked; i++)
         if (s->members[i].code != RP_ETIMEDOUT)
             all_timeouts = false;
     *outcome = all_timeouts ? RP_SCATTER_TIMEOUT : RP_SCATTER_ALL_FAILED;
     if (all_timeouts)
         snprintf(buf, sizeof buf, "%s: none of %zu routees replied within %gms",
-                 s->sg->name, s->n, s->sg->timeout_ms);
+                 s->sg->name, asked, s->sg->timeout_ms);
     else
-        snprintf(buf, sizeof buf, "%s: all %zu routees failed", s->sg->name, s->n);
+        snprintf(buf, sizeof buf, "%s: all %zu routees failed", s->sg->name, asked);
     return strdup(buf);
 }
 
-/* After resolve_locked() and the unlock: fail f with the members. */
-static void finish_failed(rp__scatter *s, rp_future *f)
+/* After resolve_locked() and the unlock: fail f with the first `asked`
+ * members (the rest, never sent, have no message). */
+static void finish_failed(rp__scatter *s, rp_future *f, size_t asked)
 {
     int outcome;
-    char *msg = aggregate_message(s, &outcome);
+    char *msg = aggregate_message(s, asked, &outcome);
     rp_error *members = s->members;
 
     s->members = NULL;
-    rp__future_fail_aggregate(f, msg, members, s->n);
+    /* Counted before the caller can see the answer: a snapshot taken
+     * after rp_future_wait() includes it. */
     count(s->sg, outcome, rp__now_ns() - s->start_ns);
+    rp__future_fail_aggregate(f, msg, members, asked);
+    for (size_t i = asked; i < s->n; i++)
+        free((char *)members[i].message);
     rp_future_release(f);
+    cancel_timers(s);
     unlink_open(s);
 }
 
@@ -269,40 +288,51 @@ static void fail_empty(rp__scatter *s, int outcome, const char *what)
     f = resolve_locked(s);
     pthread_mutex_unlock(&s->mu);
     snprintf(buf, sizeof buf, "%s: %s", s->sg->name, what);
-    rp__future_fail_aggregate(f, strdup(buf), NULL, 0);
     count(s->sg, outcome, rp__now_ns() - s->start_ns);
+    rp__future_fail_aggregate(f, strdup(buf), NULL, 0);
     rp_future_release(f);
+    cancel_timers(s);
     unlink_open(s);
 }
 
-static void send_member(rp__scatter *s, size_t i);
+static void send_member_if(rp__scatter *s, size_t i, bool even_if_resolved);
 
-void rp__scatter_member_fail(rp__scatter *s, uint32_t member, int code, int routee,
-                             const char *message)
+/* Tail-chopping's next copy: never sent once the scatter resolved. */
+static void send_member(rp__scatter *s, size_t i)
+{
+    send_member_if(s, i, false);
+}
+
+int rp__scatter_member_fail(rp__scatter *s, uint32_t member, int code, int routee,
+                            const char *message)
 {
     char buf[256];
     rp_future *f = NULL;
-    size_t next = s->n;
+    size_t next = s->n, asked = 0;
 
     if (!message) {
         snprintf(buf, sizeof buf, "routee %d: %s", routee, rp_strerror(code));
         message = buf;
     }
     pthread_mutex_lock(&s->mu);
-    if (s->resolved || s->members[member].code != 0) {
+    if (s->resolved || s->done[member]) {
         pthread_mutex_unlock(&s->mu);
-        return;
+        return RP_ECANCELLED;
     }
+    s->done[member] = true;
     s->members[member] = (rp_error){code, strdup(message), routee, NULL, 0};
-    if (++s->nfailed == s->n)
+    if (++s->nfailed == s->n) {
         f = resolve_locked(s);
-    else if (s->sent < s->n)
+        asked = s->sent;
+    } else if (s->sent < s->n) {
         next = s->sent++; /* tail-chopping: move on at once */
+    }
     pthread_mutex_unlock(&s->mu);
     if (f)
-        finish_failed(s, f);
+        finish_failed(s, f, asked);
     else if (next < s->n)
         send_member(s, next);
+    return 0;
 }
 
 int rp__scatter_reply(rp__scatter *s, uint32_t member, void *value, int routee)
@@ -310,15 +340,17 @@ int rp__scatter_reply(rp__scatter *s, uint32_t member, void *value, int routee)
     rp_future *f;
 
     pthread_mutex_lock(&s->mu);
-    if (s->resolved || s->members[member].code != 0) {
+    if (s->resolved || s->done[member]) {
         pthread_mutex_unlock(&s->mu);
         return RP_ECANCELLED;
     }
+    s->done[member] = true;
     f = resolve_locked(s);
     pthread_mutex_unlock(&s->mu);
-    rp__future_fulfil(f, value, routee);
     count(s->sg, RP_SCATTER_FIRST, rp__now_ns() - s->start_ns);
+    rp__future_fulfil(f, value, routee);
     rp_future_release(f);
+    cancel_timers(s);
     unlink_open(s);
     return 0;
 }
@@ -328,21 +360,23 @@ static void on_deadline(void *ctx, bool fired)
 {
     rp__scatter *s = ctx;
     rp_future *f = NULL;
+    size_t asked = 0;
     char buf[128];
 
     if (fired) {
         pthread_mutex_lock(&s->mu);
         if (!s->resolved) {
             snprintf(buf, sizeof buf, "no reply within %gms", s->sg->timeout_ms);
-            for (size_t i = 0; i < s->n; i++)
-                if (s->members[i].code == 0)
+            for (size_t i = 0; i < s->sent; i++)
+                if (!s->done[i])
                     s->members[i] = (rp_error){RP_ETIMEDOUT, strdup(buf),
                                                rp_routee_index(s->routees[i]), NULL, 0};
             f = resolve_locked(s);
+            asked = s->sent;
         }
         pthread_mutex_unlock(&s->mu);
         if (f)
-            finish_failed(s, f);
+            finish_failed(s, f, asked);
     } else {
         fail_empty(s, RP_SCATTER_STOPPED, "stopped while the scatter was still open");
     }
@@ -365,17 +399,30 @@ static void on_interval(void *ctx, bool fired)
         int64_t at = rp__now_ns() + (int64_t)(s->sg->interval_ms * 1e6);
         send_member(s, next);
         if (next + 1 < s->n && at < s->deadline_ns &&
-            rp__timer_add(&s->sg->pool->timer, at, on_interval, scatter_retain(s)) < 0)
+            rp__timer_add(&s->sg->pool->timer, at, on_interval, scatter_retain(s),
+                          &s->interval_pos) < 0)
             rp__scatter_release(s);
     }
     rp__scatter_release(s);
 }
 
-static void send_member(rp__scatter *s, size_t i)
+/* Send copy i.  The scatter's first fan-out sends every copy (a copy
+ * that finds the scatter resolved is skipped at dequeue and counted as
+ * cancelled); tail-chopping never sends a copy once it resolved. */
+static void send_member_if(rp__scatter *s, size_t i, bool even_if_resolved)
 {
-    rp__reply reply = {NULL, scatter_retain(s), (uint32_t)i, s->deadline_ns};
+    rp__reply reply = {NULL, NULL, (uint32_t)i, s->deadline_ns};
     rp_routee *r = s->routees[i];
-    int rc = rp__routee_deliver_reply(r, s->fn, s->arg, true, &reply);
+    bool resolved;
+    int rc;
+
+    pthread_mutex_lock(&s->mu);
+    resolved = s->resolved;
+    pthread_mutex_unlock(&s->mu);
+    if (resolved && !even_if_resolved)
+        return;
+    reply.scatter = scatter_retain(s);
+    rc = rp__routee_deliver_reply(r, s->fn, s->arg, true, &reply);
 
     if (rc < 0) {
         /* Not accepted: the copy's arg comes back on its own. */
@@ -392,9 +439,11 @@ static int scatter_new(rp__scatter **out, rp__sg *sg, rp_routee *const *routees,
 
     *out = NULL;
     if (!s || (n && (!(s->routees = malloc(n * sizeof *s->routees)) ||
-                     !(s->members = calloc(n, sizeof *s->members))))) {
+                     !(s->members = calloc(n, sizeof *s->members)) ||
+                     !(s->done = calloc(n, sizeof *s->done))))) {
         if (s) {
             free(s->routees);
+            free(s->members);
             free(s);
         }
         return rp__fail(RP_ENOMEM, "%s: out of memory", sg->name);
@@ -402,13 +451,14 @@ static int scatter_new(rp__scatter **out, rp__sg *sg, rp_routee *const *routees,
     atomic_init(&s->refs, 1);
     atomic_init(&s->resolved_flag, false);
     pthread_mutex_init(&s->mu, NULL);
-    sg_retain(sg);
+    rp__sg_retain(sg);
     s->sg = sg;
     s->fn = fn;
     s->arg = arg;
     s->n = n;
     for (size_t i = 0; i < n; i++)
         s->routees[i] = routees[(start + i) % n];
+    s->deadline_pos = s->interval_pos = RP__TIMER_NONE;
     s->start_ns = rp__now_ns();
     s->deadline_ns = s->start_ns + (int64_t)(sg->timeout_ms * 1e6);
     *out = s;
@@ -456,7 +506,8 @@ int rp__sg_ask(rp__sg *sg, rp_routee *const *routees, size_t n, uint64_t message
         fail_empty(s, RP_SCATTER_STOPPED, "stopped while the scatter was still open");
     } else if (n == 0) {
         fail_empty(s, RP_SCATTER_ALL_FAILED, "no routees left to scatter to");
-    } else if (rp__timer_add(&sg->pool->timer, s->deadline_ns, on_deadline, scatter_retain(s)) < 0) {
+    } else if (rp__timer_add(&sg->pool->timer, s->deadline_ns, on_deadline, scatter_retain(s),
+                             &s->deadline_pos) < 0) {
         rp__scatter_release(s);
         fail_empty(s, RP_SCATTER_STOPPED, "stopped while the scatter was still open");
     } else {
@@ -464,11 +515,12 @@ int rp__sg_ask(rp__sg *sg, rp_routee *const *routees, size_t n, uint64_t message
         s->sent = chop ? 1 : n;
         pthread_mutex_unlock(&s->mu);
         for (size_t i = 0; i < (chop ? 1 : n); i++)
-            send_member(s, i);
+            send_member_if(s, i, true);
         if (chop && n > 1) {
             int64_t at = s->start_ns + (int64_t)(sg->interval_ms * 1e6);
             if (at < s->deadline_ns &&
-                rp__timer_add(&sg->pool->timer, at, on_interval, scatter_retain(s)) < 0)
+                rp__timer_add(&sg->pool->timer, at, on_interval, scatter_retain(s),
+                              &s->interval_pos) < 0)
                 rp__scatter_release(s);
         }
     }

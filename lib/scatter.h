@@ -33,8 +33,11 @@ int rp__sg_ask(rp__sg *sg, rp_routee *const *routees, size_t n,
 
 /* From the job side (future.c, pool.c). */
 int rp__scatter_reply(rp__scatter *s, uint32_t member, void *value, int routee);
-void rp__scatter_member_fail(rp__scatter *s, uint32_t member, int code,
-                             int routee, const char *message);
+/* 0 when the failure was recorded; RP_ECANCELLED when the scatter had
+ * already resolved (or the member had answered). */
+int rp__scatter_member_fail(rp__scatter *s, uint32_t member, int code,
+                            int routee, const char *message);
+void rp__sg_retain(rp__sg *sg);
 bool rp__scatter_cancelled(const rp__scatter *s);
 void rp__scatter_count_cancelled(rp__scatter *s);
 void rp__scatter_release(rp__scatter *s);

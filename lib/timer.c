@@ -30,16 +30,28 @@ static bool before(const rp__timer_entry *a, const rp__timer_entry *b)
            (a->deadline_ns == b->deadline_ns && a->seq < b->seq);
 }
 
+/* Put e at index i and record the index where its owner keeps it. */
+static void place(rp__timer_entry *h, size_t i, rp__timer_entry e)
+{
+    h[i] = e;
+    if (e.pos)
+        *e.pos = i;
+}
+
+static void swap(rp__timer_entry *h, size_t a, size_t b)
+{
+    rp__timer_entry tmp = h[a];
+    place(h, a, h[b]);
+    place(h, b, tmp);
+}
+
 static void sift_up(rp__timer_entry *h, size_t i)
 {
     while (i > 0) {
         size_t parent = (i - 1) / 2;
-        rp__timer_entry tmp;
         if (!before(&h[i], &h[parent]))
             return;
-        tmp = h[i];
-        h[i] = h[parent];
-        h[parent] = tmp;
+        swap(h, i, parent);
         i = parent;
     }
 }
@@ -48,26 +60,35 @@ static void sift_down(rp__timer_entry *h, size_t n, size_t i)
 {
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
-        rp__timer_entry tmp;
         if (l < n && before(&h[l], &h[m]))
             m = l;
         if (r < n && before(&h[r], &h[m]))
             m = r;
         if (m == i)
             return;
-        tmp = h[i];
-        h[i] = h[m];
-        h[m] = tmp;
+        swap(h, i, m);
         i = m;
     }
 }
 
+/* Take the entry at index i out of the heap. */
+static rp__timer_entry remove_at(rp__timer *t, size_t i)
+{
+    rp__timer_entry e = t->heap[i];
+
+    if (e.pos)
+        *e.pos = RP__TIMER_NONE;
+    if (i != --t->n) {
+        place(t->heap, i, t->heap[t->n]);
+        sift_down(t->heap, t->n, i);
+        sift_up(t->heap, i);
+    }
+    return e;
+}
+
 static rp__timer_entry pop_min(rp__timer *t)
 {
-    rp__timer_entry top = t->heap[0];
-    t->heap[0] = t->heap[--t->n];
-    sift_down(t->heap, t->n, 0);
-    return top;
+    return remove_at(t, 0);
 }
 
 static void *timer_main(void *p)
@@ -137,7 +158,8 @@ void rp__timer_stop(rp__timer *t)
     t->cap = 0;
 }
 
-int rp__timer_add(rp__timer *t, int64_t deadline_ns, rp__timer_fn fn, void *ctx)
+int rp__timer_add(rp__timer *t, int64_t deadline_ns, rp__timer_fn fn, void *ctx,
+                  size_t *pos)
 {
     int rc = 0;
 
@@ -155,7 +177,7 @@ int rp__timer_add(rp__timer *t, int64_t deadline_ns, rp__timer_fn fn, void *ctx)
         }
     }
     if (rc == 0) {
-        t->heap[t->n] = (rp__timer_entry){deadline_ns, t->seq++, fn, ctx};
+        place(t->heap, t->n, (rp__timer_entry){deadline_ns, t->seq++, fn, ctx, pos});
         sift_up(t->heap, t->n++);
         /* Wake the thread only when the earliest deadline changed. */
         if (t->heap[0].fn == fn && t->heap[0].ctx == ctx && t->heap[0].deadline_ns == deadline_ns)
@@ -163,4 +185,18 @@ int rp__timer_add(rp__timer *t, int64_t deadline_ns, rp__timer_fn fn, void *ctx)
     }
     pthread_mutex_unlock(&t->mu);
     return rc;
+}
+
+void rp__timer_cancel(rp__timer *t, size_t *pos)
+{
+    rp__timer_entry e = {0};
+
+    if (!t->started)
+        return;
+    pthread_mutex_lock(&t->mu);
+    if (*pos != RP__TIMER_NONE && *pos < t->n && t->heap[*pos].pos == pos)
+        e = remove_at(t, *pos);
+    pthread_mutex_unlock(&t->mu);
+    if (e.fn)
+        e.fn(e.ctx, false);
 }

@@ -21,7 +21,11 @@ typedef struct rp__timer_entry {
     uint64_t seq; /* FIFO among equal deadlines */
     rp__timer_fn fn;
     void *ctx;
+    size_t *pos; /* where the entry's heap index is kept, or NULL */
 } rp__timer_entry;
+
+/* *pos of an entry that is not (or no longer) in the heap. */
+#define RP__TIMER_NONE ((size_t)-1)
 
 typedef struct rp__timer {
     pthread_mutex_t mu;
@@ -42,7 +46,14 @@ int rp__timer_start(rp__timer *t, const char *thread_name);
 /* Join the thread; call every pending entry with fired = false. */
 void rp__timer_stop(rp__timer *t);
 /* 0, or RP_ENOMEM / RP_ESHUTDOWN (then fn is not called: the caller keeps
- * whatever ctx holds). */
-int rp__timer_add(rp__timer *t, int64_t deadline_ns, rp__timer_fn fn, void *ctx);
+ * whatever ctx holds).  pos (may be NULL) must live as long as the entry
+ * (inside ctx): the timer keeps the entry's heap index there, under its
+ * lock, so the entry can be cancelled. */
+int rp__timer_add(rp__timer *t, int64_t deadline_ns, rp__timer_fn fn, void *ctx,
+                  size_t *pos);
+/* Remove the entry whose index is kept at *pos, if it is still pending,
+ * and call its fn with fired = false (outside the lock).  Resolved things
+ * cancel their deadlines so nothing holds them until the deadline. */
+void rp__timer_cancel(rp__timer *t, size_t *pos);
 
 #endif /* RP_TIMER_H */

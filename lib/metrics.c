@@ -41,17 +41,18 @@ static double busy_seconds(const rp_routee *cr)
     rp_routee *r = (rp_routee *)cr;
     uint32_t s1, s2;
     uint64_t ns;
-    int64_t since;
+    int64_t since, now;
 
     do {
         s1 = atomic_load_explicit(&r->busy_seq, memory_order_acquire);
         ns = atomic_load_explicit(&r->busy_ns, memory_order_relaxed);
         since = atomic_load_explicit(&r->busy_since, memory_order_relaxed);
-        atomic_thread_fence(memory_order_acquire);
+        now = rp__now_ns(); /* inside the section: see set_busy() */
+        atomic_thread_fence(memory_order_seq_cst);
         s2 = atomic_load_explicit(&r->busy_seq, memory_order_relaxed);
     } while ((s1 & 1) || s1 != s2);
-    if (since)
-        ns += (uint64_t)(rp__now_ns() - since);
+    if (since && now > since)
+        ns += (uint64_t)(now - since);
     return (double)ns / 1e9;
 }
 

@@ -518,10 +518,12 @@ static void set_busy(rp_routee *r, bool *busy, bool now)
     *busy = now;
     if (!r->mb.metrics)
         return;
-    t = rp__now_ns();
     seq = atomic_load_explicit(&r->busy_seq, memory_order_relaxed);
     atomic_store_explicit(&r->busy_seq, seq + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
+    atomic_thread_fence(memory_order_seq_cst);
+    /* The clock after the seqlock is odd: a reader that saw it even took
+     * its own clock earlier, so busy time never goes backwards. */
+    t = rp__now_ns();
     if (now) {
         atomic_store_explicit(&r->busy_since, t, memory_order_relaxed);
     } else {

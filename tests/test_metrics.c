@@ -22,10 +22,6 @@
  *
  * check_promtool.sh runs exposition/is_written_for_external_checkers with
  * RP_METRICS_PROM_OUT=path and feeds that file to promtool.
- *
- * Tests marked KNOWN_BUG pin down library bugs reported but not fixed yet;
- * they are disabled unless built with -DRP_TEST_KNOWN_BUGS=1 (each fails
- * until its fix lands; then drop the mark).
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
@@ -35,10 +31,6 @@
 
 #include "common.h"
 
-#ifndef RP_TEST_KNOWN_BUGS
-#define RP_TEST_KNOWN_BUGS 0
-#endif
-#define KNOWN_BUG .disabled = !RP_TEST_KNOWN_BUGS
 
 TestSuite(checker, .fini = rp_leak_check);
 TestSuite(exposition, .fini = rp_leak_check);
@@ -1418,7 +1410,7 @@ Test(counters, busy_seconds_cover_the_time_cpu_burning_jobs_ran, .init = setup)
  * BUG (reported): busy seconds grow only when a busy period ends, so during
  * a long job the counter stays flat and rate() shows an idle routee.
  */
-Test(counters, busy_seconds_include_the_period_still_running, .init = setup, KNOWN_BUG)
+Test(counters, busy_seconds_include_the_period_still_running, .init = setup)
 {
     rp_pool *p = pool_new("long", 1, false, true);
     probe hold;
@@ -1786,7 +1778,7 @@ Test(histograms, queue_wait_of_held_jobs_is_observed_in_the_right_bucket, .init 
  * being enqueued (1 for an empty queue), while its help says "Queued depth
  * a job found on enqueue".  Enable once the library and this test agree.
  */
-Test(histograms, depth_sample_is_the_queued_depth_the_job_found, .init = setup, KNOWN_BUG)
+Test(histograms, depth_sample_is_the_queued_depth_the_job_found, .init = setup)
 {
     rp_pool *p = pool_new("found", 1, false, true);
     probe hold;
@@ -1813,7 +1805,7 @@ Test(histograms, depth_sample_is_the_queued_depth_the_job_found, .init = setup, 
  * queue-wait histogram (it is keyed on the job's enqueue timestamp, which
  * tracing sets too), even with opts.metrics = false.
  */
-Test(histograms, tracing_does_not_feed_the_wait_histogram, .init = setup, KNOWN_BUG)
+Test(histograms, tracing_does_not_feed_the_wait_histogram, .init = setup)
 {
     rp_pool *p = pool_new("trwait", 1, false, false);
     rp_trace_options t;
@@ -1987,7 +1979,7 @@ Test(scatter, outcomes_and_latencies_are_counted_exactly_over_every_router, .ini
  * completes, so a caller that waited on the future can take a snapshot
  * that does not count it yet (3 or 4 asks in 20,000 here).
  */
-Test(scatter, outcome_is_counted_by_the_time_the_future_completes, .init = setup, KNOWN_BUG,
+Test(scatter, outcome_is_counted_by_the_time_the_future_completes, .init = setup,
      .timeout = 60)
 {
     enum { ASKS = 20000 };
@@ -2017,7 +2009,7 @@ Test(scatter, outcome_is_counted_by_the_time_the_future_completes, .init = setup
  * scatter-gather routers only, so destroying one router takes its counts
  * out of counters that must never go down.
  */
-Test(scatter, counts_survive_the_router_being_destroyed, .init = setup, KNOWN_BUG)
+Test(scatter, counts_survive_the_router_being_destroyed, .init = setup)
 {
     rp_pool *p = scatter_pool("sgd");
     rp_router *sg = NULL;
@@ -2047,7 +2039,7 @@ static void hold_on_own_gate(rp_job_ctx *ctx, void *arg)
     gate_pass(&gates[rp_job_routee(ctx)]);
 }
 
-Test(counters, rerouted_jobs_are_submitted_once, .init = setup, KNOWN_BUG)
+Test(counters, rerouted_jobs_are_submitted_once, .init = setup)
 {
     rp_pool *p = pool_new("rr", 2, true, true);
     gate gates[2];
@@ -2089,7 +2081,7 @@ Test(counters, rerouted_jobs_are_submitted_once, .init = setup, KNOWN_BUG)
 
 typedef struct watcher {
     rp_pool *pool;
-    bool pool_wide; /* also check sum(run) <= submitted (KNOWN_BUG) */
+    bool pool_wide; /* also check sum(run) <= submitted */
     atomic_bool stop;
     int snapshots, texts;
     int failures;
@@ -2251,7 +2243,7 @@ static void *stream(void *arg)
 }
 
 Test(concurrency, snapshot_never_shows_more_jobs_run_than_submitted, .init = setup,
-     .timeout = 60, KNOWN_BUG)
+     .timeout = 60)
 {
     rp_pool_options o;
     rp_pool *p = NULL;

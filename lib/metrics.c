@@ -45,11 +45,10 @@ static double busy_seconds(const rp_routee *cr)
 
     do {
         s1 = atomic_load_explicit(&r->busy_seq, memory_order_acquire);
-        ns = atomic_load_explicit(&r->busy_ns, memory_order_relaxed);
-        since = atomic_load_explicit(&r->busy_since, memory_order_relaxed);
+        ns = atomic_load_explicit(&r->busy_ns, memory_order_acquire);
+        since = atomic_load_explicit(&r->busy_since, memory_order_acquire);
         now = rp__now_ns(); /* inside the section: see set_busy() */
-        atomic_thread_fence(memory_order_seq_cst);
-        s2 = atomic_load_explicit(&r->busy_seq, memory_order_relaxed);
+        s2 = atomic_load_explicit(&r->busy_seq, memory_order_seq_cst);
     } while ((s1 & 1) || s1 != s2);
     if (since && now > since)
         ns += (uint64_t)(now - since);

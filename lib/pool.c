@@ -518,18 +518,21 @@ static void set_busy(rp_routee *r, bool *busy, bool now)
     *busy = now;
     if (!r->mb.metrics)
         return;
+    /* Seqlock without fences (TSan models no fences): the data stores are
+     * releases, so a reader whose acquire loads see new data also sees
+     * the odd sequence and retries.  The clock is read after the sequence
+     * went odd: a reader that saw it even took its own clock earlier, so
+     * busy time never goes backwards. */
     seq = atomic_load_explicit(&r->busy_seq, memory_order_relaxed);
-    atomic_store_explicit(&r->busy_seq, seq + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_seq_cst);
-    /* The clock after the seqlock is odd: a reader that saw it even took
-     * its own clock earlier, so busy time never goes backwards. */
+    atomic_store_explicit(&r->busy_seq, seq + 1, memory_order_seq_cst);
     t = rp__now_ns();
     if (now) {
-        atomic_store_explicit(&r->busy_since, t, memory_order_relaxed);
+        atomic_store_explicit(&r->busy_since, t, memory_order_release);
     } else {
-        owner_add(&r->busy_ns, (uint64_t)(t - atomic_load_explicit(&r->busy_since,
-                                                                   memory_order_relaxed)));
-        atomic_store_explicit(&r->busy_since, 0, memory_order_relaxed);
+        uint64_t ns = atomic_load_explicit(&r->busy_ns, memory_order_relaxed);
+        ns += (uint64_t)(t - atomic_load_explicit(&r->busy_since, memory_order_relaxed));
+        atomic_store_explicit(&r->busy_ns, ns, memory_order_release);
+        atomic_store_explicit(&r->busy_since, 0, memory_order_release);
     }
     atomic_store_explicit(&r->busy_seq, seq + 2, memory_order_release);
 }

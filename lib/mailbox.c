@@ -22,12 +22,15 @@
 #include <stddef.h>
 
 #include "mailbox.h"
+#include "probes.h"
+#include "timer.h"
+#include "trace.h"
 
 /* Job records per slab: 64 x 64 bytes. */
 #define JOBS_PER_SLAB 64
 
 int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,
-                     int overflow, rp__handback_fn handback, void *owner)
+                     int overflow, rp__handback_fn handback, void *owner, int index)
 {
     int rc;
 
@@ -43,6 +46,8 @@ int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,
     mb->overflow = overflow;
     mb->handback = handback;
     mb->owner = owner;
+    mb->index = index;
+    atomic_init(&mb->expired, 0);
     rp__event_init(&mb->ev);
     rp__freelist_init(&mb->jobs, arena, sizeof(rp__job), RP_CACHELINE,
                       offsetof(rp__job, free), JOBS_PER_SLAB);
@@ -86,11 +91,20 @@ static void unreserve(rp__mailbox *mb)
     rp__event_signal(&mb->ev);
 }
 
-static void handback(rp__mailbox *mb, void *arg, int reason, bool was_queued)
+static void handback(rp__mailbox *mb, void *arg, int reason, bool was_queued,
+                     rp__reply *reply)
 {
+    if (reason == RP_EDROPPED || reason == RP_EEVICTED)
+        RP_PROBE3(drop, mb->index, reason, arg);
+    RP_PROBE3(handback, mb->index, reason, arg);
     mb->handback(mb->owner, arg, reason);
+    if (reply)
+        rp__reply_fail(reply, reason, mb->index);
     if (reason == RP_EDROPPED || reason == RP_EEVICTED)
         atomic_fetch_add_explicit(&mb->dropped, 1, memory_order_relaxed);
+    if (rp__reason_slot(reason) >= 0)
+        atomic_fetch_add_explicit(&mb->by_reason[rp__reason_slot(reason)], 1,
+                                  memory_order_relaxed);
     atomic_fetch_add_explicit(&mb->undelivered, 1, memory_order_relaxed);
     /* Counted finished only after the callback returned, so wait_idle()
      * never returns while a hand-back is still in progress (release:
@@ -111,15 +125,51 @@ static rp__job *pop_oldest(rp__mailbox *mb)
     return job ? job : rp__lane_pop_mc(second);
 }
 
+int rp__reason_slot(int reason)
+{
+    for (int i = 0; i < RP_METRICS_REASONS; i++)
+        if (rp_metrics_reason_codes[i] == reason)
+            return i;
+    return -1;
+}
+
+/* One enqueue in RP_METRICS_SAMPLE: the depth it found, and a timestamp
+ * for the queue-wait histogram (read by whoever runs the job). */
+static void sample_enqueue(rp__mailbox *mb, rp__job *job)
+{
+    /* depth already counts this job's own slot: what it found is one less. */
+    int64_t d = atomic_load_explicit(&mb->depth, memory_order_relaxed) - 1;
+    int b = 0;
+
+    while (b < RP_DEPTH_BUCKETS - 1 && (double)d > rp_metrics_depth_bounds[b])
+        b++;
+    atomic_fetch_add_explicit(&mb->depth_hist[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&mb->depth_sum, (uint64_t)(d > 0 ? d : 0), memory_order_relaxed);
+    atomic_fetch_add_explicit(&mb->depth_count, 1, memory_order_relaxed);
+    job->enq_ns = rp__now_ns();
+    job->flags |= RP__JOB_SAMPLED;
+}
+
 /* Enqueue a job that holds a slot.  On failure the slot is given back. */
 static int enqueue(rp__mailbox *mb, rp__job *job)
 {
     rp__lane *lane = (job->flags & RP__JOB_PINNED) ? &mb->pinned : &mb->stealable;
 
-    atomic_store_explicit(&job->seq,
-                          atomic_fetch_add_explicit(&mb->enqueued, 1,
-                                                    memory_order_relaxed),
-                          memory_order_relaxed);
+    uint64_t seq = atomic_fetch_add_explicit(&mb->enqueued, 1, memory_order_relaxed);
+
+    atomic_store_explicit(&job->seq, seq, memory_order_relaxed);
+    job->enq_ns = 0;
+    job->submit_tid = 0;
+    if (mb->metrics && seq % RP_METRICS_SAMPLE == 0)
+        sample_enqueue(mb, job);
+    if (RP_UNLIKELY(mb->trace_sample != NULL)) {
+        unsigned every = atomic_load_explicit(mb->trace_sample, memory_order_acquire);
+        if (every && seq % every == 0) {
+            job->submit_tid = rp__tid();
+            if (!job->enq_ns)
+                job->enq_ns = rp__now_ns();
+        }
+    }
     if (rp__lane_push_mp(lane, job) < 0) {
         /* Not counted as enqueued: take the count back. */
         atomic_fetch_sub_explicit(&mb->enqueued, 1, memory_order_relaxed);
@@ -162,7 +212,7 @@ static int evict_and_enqueue(rp__mailbox *mb, rp__job *job)
             continue;
         }
         closed = rp__mailbox_closed(mb);
-        handback(mb, victim->arg, closed ? closed : RP_EEVICTED, true);
+        handback(mb, victim->arg, closed ? closed : RP_EEVICTED, true, &victim->reply);
         rp__mailbox_job_free(victim);
         if (closed) {
             unreserve(mb);
@@ -177,10 +227,12 @@ static int evict_and_enqueue(rp__mailbox *mb, rp__job *job)
 
 static int overflow(rp__mailbox *mb, rp__job *job, void *arg)
 {
+    rp__reply reply = job->reply;
+
     switch (mb->overflow) {
     case RP_OVERFLOW_DROP_NEW:
         rp__mailbox_job_free(job);
-        handback(mb, arg, RP_EDROPPED, false);
+        handback(mb, arg, RP_EDROPPED, false, &reply);
         return 0;
     case RP_OVERFLOW_DROP_HEAD:
         return evict_and_enqueue(mb, job);
@@ -191,7 +243,8 @@ static int overflow(rp__mailbox *mb, rp__job *job, void *arg)
     }
 }
 
-int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned)
+int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned,
+                        const rp__reply *reply)
 {
     rp__job *job;
     int closed;
@@ -204,6 +257,10 @@ int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned)
     job->arg = arg;
     job->home = mb;
     job->flags = pinned ? RP__JOB_PINNED : 0;
+    if (reply)
+        job->reply = *reply;
+    else
+        job->reply = (rp__reply){0};
     if (!try_reserve(mb))
         return overflow(mb, job, arg);
     return enqueue_reserved(mb, job);
@@ -225,8 +282,11 @@ void rp__mailbox_job_free(rp__job *job)
 
 void rp__mailbox_hand_back(rp__mailbox *mb, rp__job *job, int reason)
 {
-    handback(mb, job->arg, reason, false);
+    rp__reply reply = job->reply;
+    void *arg = job->arg;
+
     rp__mailbox_job_free(job);
+    handback(mb, arg, reason, false, &reply);
 }
 
 void rp__mailbox_drain(rp__mailbox *mb, rp__dispose_fn dispose, void *ctx)
@@ -271,6 +331,17 @@ unsigned rp__mailbox_steal(rp__mailbox *mb, rp__job **out, unsigned max)
     /* A closing owner may be waiting for depth to reach 0. */
     rp__event_signal(&mb->ev);
     return got;
+}
+
+void rp__mailbox_count_skipped(rp__mailbox *mb, int reason)
+{
+    if (rp__reason_slot(reason) >= 0)
+        atomic_fetch_add_explicit(&mb->by_reason[rp__reason_slot(reason)], 1,
+                                  memory_order_relaxed);
+    atomic_fetch_add_explicit(&mb->undelivered, 1, memory_order_relaxed);
+    if (reason == RP_EEXPIRED)
+        atomic_fetch_add_explicit(&mb->expired, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&mb->retired, 1, memory_order_release);
 }
 
 bool rp__mailbox_close(rp__mailbox *mb, int reason)

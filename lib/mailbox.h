@@ -10,11 +10,13 @@
 #include <stdint.h>
 
 #include "alloc.h"
+#include "future.h"
 #include "internal.h"
 #include "lane.h"
 #include "wait.h"
 
 #define RP__JOB_PINNED 1u
+#define RP__JOB_SAMPLED 2u /* feeds the queue-wait histogram */
 
 typedef struct rp__mailbox rp__mailbox;
 
@@ -26,6 +28,9 @@ typedef struct rp__job {
     void *arg;
     rp__mailbox *home; /* the freelist it returns to */
     uint32_t flags;
+    rp__reply reply; /* where the answer goes; holds a reference */
+    int64_t enq_ns;  /* enqueue time of a sampled job, else 0 */
+    int32_t submit_tid; /* traced jobs: the submitting thread, else 0 */
 } rp__job;
 
 /* Hands a job that will not run back to its owner (the pool). */
@@ -40,6 +45,7 @@ struct rp__mailbox {
     int overflow;
     rp__handback_fn handback;
     void *owner;
+    int index; /* the owning routee's index, for errors */
     /* Bumped by every accepted push: the enqueued count, and the order
      * between the two lanes. */
     RP_ALIGNED _Atomic uint64_t enqueued;
@@ -49,6 +55,13 @@ struct rp__mailbox {
     _Atomic uint64_t undelivered;
     _Atomic uint64_t retired; /* left the queue without running here */
     _Atomic uint64_t stolen_from; /* taken by other routees */
+    _Atomic uint64_t expired;     /* asks not run: deadline passed first */
+    _Atomic uint64_t by_reason[RP_METRICS_REASONS]; /* hand-backs */
+    /* Sampled at enqueue (one in RP_METRICS_SAMPLE): few writers. */
+    bool metrics;
+    const _Atomic unsigned *trace_sample; /* the pool's; 0: not tracing */
+    RP_ALIGNED _Atomic uint64_t depth_hist[RP_DEPTH_BUCKETS];
+    _Atomic uint64_t depth_count, depth_sum;
     rp__lane pinned;
     rp__lane stealable;
     rp__freelist jobs;
@@ -56,12 +69,22 @@ struct rp__mailbox {
 };
 
 int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,
-                     int overflow, rp__handback_fn handback, void *owner);
+                     int overflow, rp__handback_fn handback, void *owner, int index);
 void rp__mailbox_destroy(rp__mailbox *mb);
 
-/* Many producers.  0: accepted (queued, or handed back under drop-new);
- * RP_EFULL, RP_ESTOPPED, RP_ESHUTDOWN, RP_ENOMEM: not accepted. */
-int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned);
+/* Many producers.  0: accepted (queued, or handed back under drop-new),
+ * and the job owns reply's reference from now on; RP_EFULL, RP_ESTOPPED,
+ * RP_ESHUTDOWN, RP_ENOMEM: not accepted, the caller keeps it.  reply may
+ * be NULL (a tell). */
+int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned,
+                        const rp__reply *reply);
+
+/* Index of a hand-back reason in rp_metrics_reason_codes, or -1. */
+int rp__reason_slot(int reason);
+
+/* A job taken from the queue that will not run (expired, cancelled):
+ * counts it as retired; the caller handles its arg and reply. */
+void rp__mailbox_count_skipped(rp__mailbox *mb, int reason);
 
 /* Owner: the oldest queued job of either lane, NULL when empty.  The
  * caller runs it and releases it with rp__mailbox_job_free(). */

@@ -37,10 +37,14 @@
 #include <xxhash.h>
 
 #include "pool.h"
+#include "probes.h"
+#include "scatter.h"
 
 struct rp_job_ctx {
     rp_pool *pool;
     rp_routee *routee;
+    rp__reply reply; /* the job's reference, dropped after it returns */
+    bool replied;
 };
 
 /* The routee whose thread this is, for the "not from a routee" checks. */
@@ -54,6 +58,7 @@ void rp_pool_options_init(rp_pool_options *opts)
     opts->name = "pool";
     opts->overflow = RP_OVERFLOW_REJECT;
     opts->steal = true;
+    opts->metrics = true;
     opts->strategy = rp_strategy_round_robin();
 }
 
@@ -129,26 +134,119 @@ static void notify_idle(rp_pool *pool)
         rp__event_broadcast(&pool->idle_ev);
 }
 
-static void run_job(rp_routee *r, rp__job *job)
-{
-    rp_job_ctx ctx = {r->pool, r};
-    rp_job_fn fn = job->fn;
-    void *arg = job->arg;
-
-    rp__mailbox_job_free(job);
-    fn(&ctx, arg);
-    /* Owner-only counter: a relaxed load+store, no locked instruction. */
-    atomic_store_explicit(&r->run,
-                          atomic_load_explicit(&r->run, memory_order_relaxed) + 1,
-                          memory_order_release);
-}
-
 static void owner_add(_Atomic uint64_t *counter, uint64_t n)
 {
     atomic_store_explicit(counter,
                           atomic_load_explicit(counter, memory_order_relaxed) + n,
                           memory_order_relaxed);
 }
+
+/* The queue wait of a sampled job, into the runner's histogram. */
+static void observe_wait(rp_routee *r, int64_t enq_ns)
+{
+    int64_t wait = rp__now_ns() - enq_ns;
+    double sec = (double)(wait > 0 ? wait : 0) / 1e9;
+    int b = 0;
+
+    while (b < RP_WAIT_BUCKETS - 1 && sec > rp_metrics_wait_bounds[b])
+        b++;
+    owner_add(&r->wait_hist[b], 1);
+    owner_add(&r->wait_sum_ns, (uint64_t)(wait > 0 ? wait : 0));
+    owner_add(&r->wait_count, 1);
+}
+
+/*
+ * An ask whose deadline passed, or a scatter copy whose scatter another
+ * routee already won, is not run: nobody would read its answer.  Its arg
+ * goes back through on_undelivered (RP_EEXPIRED / RP_ECANCELLED).
+ */
+static bool skip_job(rp_routee *r, rp__reply *reply, void *arg)
+{
+    int why = rp__reply_skip(reply, rp__now_ns());
+
+    if (why == 0)
+        return false;
+    rp__pool_handback(r->pool, arg, why);
+    if (why == RP_ECANCELLED) {
+        rp__scatter_count_cancelled(reply->scatter);
+        rp__reply_release(reply);
+    } else {
+        rp__reply_fail(reply, RP_ETIMEDOUT, r->index);
+    }
+    rp__mailbox_count_skipped(&r->mb, why);
+    return true;
+}
+
+static void run_job(rp_routee *r, rp__job *job)
+{
+    rp_job_ctx ctx = {r->pool, r, job->reply, false};
+    rp_job_fn fn = job->fn;
+    void *arg = job->arg;
+
+    int64_t enq_ns = job->enq_ns;
+    int32_t submit_tid = job->submit_tid;
+    bool sampled = job->flags & RP__JOB_SAMPLED;
+
+    rp__mailbox_job_free(job);
+    if (sampled)
+        observe_wait(r, enq_ns);
+    if (!rp__reply_none(&ctx.reply) && skip_job(r, &ctx.reply, arg))
+        return;
+    RP_PROBE3(job__start, r->pool->name, r->index, arg);
+    if (RP_UNLIKELY(submit_tid != 0) && r->pool->rings) {
+        rp__trace_event ev = {rp__now_ns(), 0, enq_ns, RP__EV_SLICE, submit_tid, 1};
+        fn(&ctx, arg);
+        ev.t1 = rp__now_ns();
+        rp__trace_push(r->pool->rings[r->index], &ev);
+    } else {
+        fn(&ctx, arg);
+    }
+    RP_PROBE3(job__end, r->pool->name, r->index, arg);
+    /* A job that returns without answering fails its ask at once. */
+    if (!ctx.replied)
+        rp__reply_fail(&ctx.reply, RP_ENOREPLY, r->index);
+    else
+        rp__reply_release(&ctx.reply);
+    /* Owner-only counter: a relaxed load+store, no locked instruction. */
+    atomic_store_explicit(&r->run,
+                          atomic_load_explicit(&r->run, memory_order_relaxed) + 1,
+                          memory_order_release);
+}
+
+int rp_job_reply(rp_job_ctx *ctx, void *value)
+{
+    if (!ctx || rp__reply_none(&ctx->reply) || ctx->replied)
+        return rp__fail(RP_EINVAL, "rp_job_reply: %s", !ctx ? "ctx is NULL"
+                        : ctx->replied ? "the job already replied" : "the job was not asked");
+    ctx->replied = true;
+    if (ctx->reply.scatter)
+        return rp__scatter_reply(ctx->reply.scatter, ctx->reply.member, value, ctx->routee->index);
+    if (rp__future_fulfil(ctx->reply.future, value, ctx->routee->index))
+        return 0;
+    return rp_future_status(ctx->reply.future) == RP_FUTURE_FAILED ? RP_ETIMEDOUT : RP_ECANCELLED;
+}
+
+int rp_job_fail(rp_job_ctx *ctx, int code, const char *message)
+{
+    if (!ctx || rp__reply_none(&ctx->reply) || ctx->replied)
+        return rp__fail(RP_EINVAL, "rp_job_fail: %s", !ctx ? "ctx is NULL"
+                        : ctx->replied ? "the job already replied" : "the job was not asked");
+    ctx->replied = true;
+    if (!message)
+        message = rp_strerror(code);
+    if (ctx->reply.scatter)
+        return rp__scatter_member_fail(ctx->reply.scatter, ctx->reply.member, code,
+                                       ctx->routee->index, message);
+    if (rp__future_fail(ctx->reply.future, code, ctx->routee->index, "%s", message))
+        return 0;
+    return rp_future_status(ctx->reply.future) == RP_FUTURE_FAILED ? RP_ETIMEDOUT : RP_ECANCELLED;
+}
+
+bool rp_job_cancelled(const rp_job_ctx *ctx)
+{
+    return ctx && ctx->reply.scatter && rp__scatter_cancelled(ctx->reply.scatter);
+}
+
 
 static uint64_t idle_bit(const rp_routee *r)
 {
@@ -273,6 +371,12 @@ static rp__job *steal(rp_routee *r)
     if (!(got = rp__mailbox_steal(&victim->mb, batch, want)))
         return NULL;
     owner_add(&r->stole, got);
+    RP_PROBE4(steal, r->pool->name, r->index, victim->index, got);
+    if (RP_UNLIKELY(atomic_load_explicit(&r->pool->trace_sample, memory_order_acquire)) &&
+        atomic_load_explicit(&r->pool->trace_steals, memory_order_relaxed) && r->pool->rings) {
+        rp__trace_event ev = {rp__now_ns(), 0, 0, RP__EV_STEAL, victim->index, got};
+        rp__trace_push(r->pool->rings[r->index], &ev);
+    }
     if (got > 1) {
         atomic_fetch_add_explicit(&r->mb.depth, got - 1, memory_order_seq_cst);
         for (unsigned i = 1; i < got; i++)
@@ -346,7 +450,7 @@ static int reroute(rp_routee *r, rp__job *job)
     }
     if (!best)
         return RP_ESTOPPED;
-    if ((rc = rp__mailbox_push_mp(&best->mb, job->fn, job->arg, false)) == 0)
+    if ((rc = rp__mailbox_push_mp(&best->mb, job->fn, job->arg, false, &job->reply)) == 0)
         rp__pool_stealable_queued(pool, best);
     return rc;
 }
@@ -399,13 +503,40 @@ static void idle_sleep(rp_routee *r, bool *searching)
         *searching = true;
 }
 
+/* Busy flag and busy time.  The clock is read per busy period, not per
+ * job: a routee that runs job after job pays nothing.  busy_since and
+ * busy_ns change under the busy_seq seqlock (read in metrics.c). */
 static void set_busy(rp_routee *r, bool *busy, bool now)
 {
+    uint32_t seq;
+    int64_t t;
+
+    if (*busy == now)
+        return;
     /* Store only on change: routers read this line on every route. */
-    if (*busy != now)
-        atomic_store_explicit(&r->busy, now, memory_order_relaxed);
+    atomic_store_explicit(&r->busy, now, memory_order_relaxed);
     *busy = now;
+    if (!r->mb.metrics)
+        return;
+    /* Seqlock without fences (TSan models no fences): the data stores are
+     * releases, so a reader whose acquire loads see new data also sees
+     * the odd sequence and retries.  The clock is read after the sequence
+     * went odd: a reader that saw it even took its own clock earlier, so
+     * busy time never goes backwards. */
+    seq = atomic_load_explicit(&r->busy_seq, memory_order_relaxed);
+    atomic_store_explicit(&r->busy_seq, seq + 1, memory_order_seq_cst);
+    t = rp__now_ns();
+    if (now) {
+        atomic_store_explicit(&r->busy_since, t, memory_order_release);
+    } else {
+        uint64_t ns = atomic_load_explicit(&r->busy_ns, memory_order_relaxed);
+        ns += (uint64_t)(t - atomic_load_explicit(&r->busy_since, memory_order_relaxed));
+        atomic_store_explicit(&r->busy_ns, ns, memory_order_release);
+        atomic_store_explicit(&r->busy_since, 0, memory_order_release);
+    }
+    atomic_store_explicit(&r->busy_seq, seq + 2, memory_order_release);
 }
+
 
 static void *routee_main(void *p)
 {
@@ -413,6 +544,7 @@ static void *routee_main(void *p)
     bool busy = false, searching = false;
 
     current_routee = r;
+    atomic_store_explicit(&r->tid, rp__tid(), memory_order_release);
     name_thread(r->pool, r->index);
     if (r->pool->pin_cpus)
         pin_cpu((unsigned)r->index);
@@ -439,7 +571,7 @@ static void *routee_main(void *p)
         idle_sleep(r, &searching);
     }
     stop_searching(r->pool, &searching);
-    atomic_store_explicit(&r->busy, 0, memory_order_relaxed);
+    set_busy(r, &busy, false);
     atomic_thread_fence(memory_order_seq_cst);
     notify_idle(r->pool);
     return NULL;
@@ -467,15 +599,86 @@ static int init_routees(rp_pool *pool, const rp_pool_options *o)
         atomic_init(&r->stole, 0);
         atomic_init(&r->rerouted, 0);
         rc = rp__mailbox_init(&r->mb, &pool->arena, o->mailbox_capacity,
-                              o->overflow, rp__pool_handback, pool);
+                              o->overflow, rp__pool_handback, pool, (int)i);
         if (rc < 0)
             return rc;
+        r->mb.metrics = o->metrics;
+        r->mb.trace_sample = &pool->trace_sample;
     }
     return 0;
 }
 
+int rp__pool_add_sg(rp_pool *pool, struct rp__sg *sg)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&pool->sg_lock);
+    if (pool->nsgs == pool->capsgs) {
+        size_t cap = pool->capsgs ? pool->capsgs * 2 : 4;
+        struct rp__sg **grown = realloc(pool->sgs, cap * sizeof *grown);
+        if (grown) {
+            pool->sgs = grown;
+            pool->capsgs = cap;
+        } else {
+            rc = RP_ENOMEM;
+        }
+    }
+    if (rc == 0)
+        pool->sgs[pool->nsgs++] = sg;
+    pthread_mutex_unlock(&pool->sg_lock);
+    return rc;
+}
+
+void rp__pool_remove_sg(rp_pool *pool, struct rp__sg *sg)
+{
+    rp_scatter_stats final;
+
+    pthread_mutex_lock(&pool->sg_lock);
+    for (size_t i = 0; i < pool->nsgs; i++) {
+        if (pool->sgs[i] == sg) {
+            pool->sgs[i] = pool->sgs[--pool->nsgs];
+            /* Keep its counts: a counter must not go down when a router
+             * goes away. */
+            rp__sg_stats(sg, &final);
+            rp__scatter_stats_add(&pool->sg_retired, &final);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&pool->sg_lock);
+}
+
+/* Shutdown: every open scatter fails at once ("stopped ..."), not after
+ * its timeout. */
+static void stop_scatters(rp_pool *pool)
+{
+    struct rp__sg **copy = NULL;
+    size_t n;
+
+    /* Copy with references, then stop outside the lock: stopping runs
+     * completion callbacks, which may create or destroy routers. */
+    pthread_mutex_lock(&pool->sg_lock);
+    n = pool->nsgs;
+    if (n && (copy = malloc(n * sizeof *copy)))
+        for (size_t i = 0; i < n; i++)
+            rp__sg_retain(copy[i] = pool->sgs[i]);
+    pthread_mutex_unlock(&pool->sg_lock);
+    if (!copy)
+        return; /* out of memory: open scatters fail at their deadlines */
+    for (size_t i = 0; i < n; i++) {
+        rp__sg_stop_open(copy[i]);
+        rp__sg_release(copy[i]);
+    }
+    free(copy);
+}
+
 static int start_threads(rp_pool *pool)
 {
+    char name[16];
+    int rc;
+
+    snprintf(name, sizeof name, "rp-%.8s-t", pool->name);
+    if ((rc = rp__timer_start(&pool->timer, name)) < 0)
+        return rc;
     for (unsigned i = 0; i < pool->n; i++) {
         rp_routee *r = &pool->routees[i];
         int err = pthread_create(&r->thread, NULL, routee_main, r);
@@ -525,6 +728,8 @@ int rp_pool_create(rp_pool **out, const rp_pool_options *opts)
     atomic_init(&pool->idle_waiters, 0);
     rp__event_init(&pool->idle_ev);
     pthread_mutex_init(&pool->life, NULL);
+    pthread_mutex_init(&pool->sg_lock, NULL);
+    pthread_mutex_init(&pool->trace_lock, NULL);
     rp__arena_create(&pool->arena);
     if ((rc = init_routees(pool, opts)) < 0 ||
         (rc = rp__router_create_for_pool(&pool->router, pool, &opts->strategy, true)) < 0 ||
@@ -534,6 +739,7 @@ int rp_pool_create(rp_pool **out, const rp_pool_options *opts)
         rp_pool_destroy(pool);
         return rc;
     }
+    rp__trace_from_env(pool);
     *out = pool;
     return 0;
 }
@@ -620,6 +826,7 @@ int rp_pool_shutdown(rp_pool *pool, int mode)
         atomic_store_explicit(&pool->abort, mode == RP_SHUTDOWN_ABORT, memory_order_seq_cst);
         for (unsigned i = 0; i < pool->n; i++)
             rp__mailbox_close(&pool->routees[i].mb, RP_ESHUTDOWN);
+        stop_scatters(pool);
         join_all(pool);
     }
     pthread_mutex_unlock(&pool->life);
@@ -636,13 +843,20 @@ void rp_pool_destroy(rp_pool *pool)
         return;
     }
     if (pool->routees) {
+        rp__trace_pool_destroy(pool);
         rp_pool_shutdown(pool, RP_SHUTDOWN_DRAIN);
+        /* Before the mailboxes go: a timer callback may still deliver. */
+        rp__timer_stop(&pool->timer);
         for (unsigned i = 0; i < pool->n; i++)
             rp__mailbox_destroy(&pool->routees[i].mb);
         rp__arena_free(&pool->arena, pool->routees, sizeof(rp_routee) * pool->n,
                        RP_CACHELINE);
     }
     rp__router_free(pool->router);
+    rp__timer_stop(&pool->timer); /* no-op when already stopped */
+    free(pool->sgs);
+    pthread_mutex_destroy(&pool->sg_lock);
+    pthread_mutex_destroy(&pool->trace_lock);
     rp__arena_destroy(&pool->arena);
     pthread_mutex_destroy(&pool->life);
     free(pool);

@@ -9,6 +9,8 @@
 
 #include "alloc.h"
 #include "routee.h"
+#include "timer.h"
+#include "trace.h"
 #include "wait.h"
 
 struct rp_pool {
@@ -32,6 +34,21 @@ struct rp_pool {
     rp__event idle_ev;
     /* Stealing: routees woken to steal that are still looking, and one
      * bit per sleeping routee.  See "Stealing" in pool.c. */
+    rp__timer timer; /* ask deadlines, scatter timers */
+    /* Scatter-gather routers over this pool, failed "stopped" at shutdown. */
+    pthread_mutex_t sg_lock;
+    struct rp__sg **sgs;
+    size_t nsgs, capsgs;
+    rp_scatter_stats sg_retired; /* counts of destroyed scatter routers */
+    /* Tracing: rings are allocated at the first rp_trace_start() and kept
+     * until the pool is destroyed, so a routee never writes freed memory.
+     * trace_sample is 0 when not tracing, else one job in trace_sample is
+     * recorded (read by producers and routees, relaxed). */
+    RP_ALIGNED _Atomic unsigned trace_sample;
+    _Atomic bool trace_steals;
+    rp__trace_ring **rings;
+    struct rp__tracer *tracer;
+    pthread_mutex_t trace_lock;
     RP_ALIGNED _Atomic int searching;
     RP_ALIGNED _Atomic uint64_t idle_bits[RP_ROUTEES_MAX / 64];
 };
@@ -42,6 +59,10 @@ void rp__pool_stealable_queued(rp_pool *pool, rp_routee *target);
 
 /* Hand a job back through the pool's callback (counted by the caller). */
 void rp__pool_handback(void *pool, void *arg, int reason);
+
+/* Scatter-gather routers register so a shutdown fails their open scatters. */
+int rp__pool_add_sg(rp_pool *pool, struct rp__sg *sg);
+void rp__pool_remove_sg(rp_pool *pool, struct rp__sg *sg);
 
 /* Router internals the pool needs for its default router. */
 int rp__router_create_for_pool(rp_router **out, rp_pool *pool,

@@ -27,19 +27,31 @@ int64_t rp__routee_score(const rp_routee *r)
            atomic_load_explicit(&r->busy, memory_order_relaxed);
 }
 
-int rp__routee_deliver(rp_routee *r, rp_job_fn fn, void *arg, bool pinned)
+int rp__routee_deliver_reply(rp_routee *r, rp_job_fn fn, void *arg, bool pinned,
+                             rp__reply *reply)
 {
     int rc;
 
     if (r->kind == RP__ROUTEE_FOREIGN) {
         if (rp__routee_stopped(r))
             return RP_ESTOPPED;
-        return r->send(fn, arg, r->user) == 0 ? 0 : RP_ESEND;
+        if (r->send(fn, arg, r->user) != 0)
+            return RP_ESEND;
+        /* Foreign code cannot answer an ask: fail it now, not at the
+         * deadline. */
+        if (reply)
+            rp__reply_fail(reply, RP_ENOREPLY, -1);
+        return 0;
     }
-    rc = rp__mailbox_push_mp(&r->mb, fn, arg, pinned);
+    rc = rp__mailbox_push_mp(&r->mb, fn, arg, pinned, reply);
     if (rc == 0 && !pinned)
         rp__pool_stealable_queued(r->pool, r);
     return rc;
+}
+
+int rp__routee_deliver(rp_routee *r, rp_job_fn fn, void *arg, bool pinned)
+{
+    return rp__routee_deliver_reply(r, fn, arg, pinned, NULL);
 }
 
 int rp_routee_tell(rp_routee *r, rp_job_fn fn, void *arg)
@@ -105,6 +117,7 @@ int rp_routee_stats_get(const rp_routee *r, rp_routee_stats *out)
     out->stolen_from = atomic_load_explicit(&r->mb.stolen_from, memory_order_relaxed);
     out->stole = atomic_load_explicit(&r->stole, memory_order_relaxed);
     out->rerouted = atomic_load_explicit(&r->rerouted, memory_order_relaxed);
+    out->expired = atomic_load_explicit(&r->mb.expired, memory_order_relaxed);
     return 0;
 }
 
@@ -145,4 +158,60 @@ void rp_routee_foreign_destroy(rp_routee *r)
         return;
     }
     free(r);
+}
+
+int rp__ask_timeout(int timeout_ms, int64_t *deadline_ns, const char *func)
+{
+    if (timeout_ms < 0)
+        return rp__fail(RP_EINVAL, "%s: timeout_ms must be > 0, or 0 for the default (got %d)",
+                        func, timeout_ms);
+    *deadline_ns = rp__now_ns() + (int64_t)(timeout_ms ? timeout_ms : RP_ASK_TIMEOUT_MS) * 1000000;
+    return 0;
+}
+
+int rp__ask_begin(rp_pool *pool, int64_t deadline_ns, rp__reply *reply, rp_future **out)
+{
+    rp_future *f;
+    int rc;
+
+    if ((rc = rp__future_new(&f)) < 0)
+        return rp__fail(rc, "ask: out of memory");
+    /* References: the caller's (out), the job's (reply), the timer's
+     * (taken by rp__future_arm, dropped when f completes). */
+    *reply = (rp__reply){rp_future_retain(f), NULL, 0, deadline_ns};
+    if (pool)
+        rp__future_arm(f, &pool->timer, deadline_ns);
+    *out = f;
+    return 0;
+}
+
+void rp__ask_abort(rp__reply *reply, rp_future **out)
+{
+    /* Not accepted: no job will answer.  Fail it for the timer's sake and
+     * drop both the job's and the caller's references. */
+    rp__future_fail(reply->future, RP_ESHUTDOWN, -1, "not accepted");
+    rp_future_release(reply->future);
+    rp_future_release(*out);
+    *out = NULL;
+}
+
+int rp_routee_ask(rp_routee *r, rp_job_fn fn, void *arg, int timeout_ms, rp_future **out)
+{
+    rp__reply reply;
+    int64_t deadline;
+    int rc;
+
+    if (!out)
+        return rp__fail(RP_EINVAL, "rp_routee_ask: out is NULL");
+    *out = NULL;
+    if (!r || !fn)
+        return rp__fail(RP_EINVAL, "rp_routee_ask: %s is NULL", r ? "fn" : "routee");
+    if ((rc = rp__ask_timeout(timeout_ms, &deadline, "rp_routee_ask")) < 0 ||
+        (rc = rp__ask_begin(r->pool, deadline, &reply, out)) < 0)
+        return rc;
+    if ((rc = rp__routee_deliver_reply(r, fn, arg, true, &reply)) < 0) {
+        rp__ask_abort(&reply, out);
+        return rp__fail(rc, "rp_routee_ask: routee %d: %s", r->index, rp_strerror(rc));
+    }
+    return 0;
 }

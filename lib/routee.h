@@ -31,6 +31,15 @@ struct rp_routee {
     _Atomic uint64_t run; /* owner-only writes */
     _Atomic uint64_t stole; /* owner-only writes */
     _Atomic uint64_t rerouted;
+    /* Metrics, owner-only writes (relaxed load + store). */
+    /* busy_ns and busy_since under a seqlock (busy_seq odd while the owner
+     * writes), so a snapshot adds the running period exactly once. */
+    _Atomic uint32_t busy_seq;
+    _Atomic int64_t busy_since; /* 0 while idle */
+    _Atomic uint64_t busy_ns;
+    _Atomic uint64_t wait_hist[RP_WAIT_BUCKETS];
+    _Atomic uint64_t wait_count, wait_sum_ns;
+    _Atomic int32_t tid; /* kernel thread id, set by the routee at start */
     pthread_t thread;
     bool started;
     /* Jobs this routee stole and has not run yet (owner-only).  They count
@@ -51,8 +60,19 @@ static inline bool rp__routee_stopped(const rp_routee *r)
  * 0 for a depth nobody can read. */
 int64_t rp__routee_score(const rp_routee *r);
 
-/* Deliver to one routee.  0: accepted.  Negative: not accepted (RP_EFULL,
- * RP_ESTOPPED, RP_ESHUTDOWN, RP_ENOMEM, RP_ESEND). */
+/* Deliver to one routee.  0: accepted (the job owns reply's reference).
+ * Negative: not accepted (RP_EFULL, RP_ESTOPPED, RP_ESHUTDOWN, RP_ENOMEM,
+ * RP_ESEND); the caller keeps the reference.  reply may be NULL. */
+int rp__routee_deliver_reply(rp_routee *r, rp_job_fn fn, void *arg, bool pinned,
+                             rp__reply *reply);
 int rp__routee_deliver(rp_routee *r, rp_job_fn fn, void *arg, bool pinned);
+
+/* Asks: validate timeout_ms and compute the deadline. */
+int rp__ask_timeout(int timeout_ms, int64_t *deadline_ns, const char *func);
+/* Make the future of an ask: *out gets the caller's reference, reply the
+ * job's; the pool's timer (when pool is not NULL) holds a third. */
+int rp__ask_begin(rp_pool *pool, int64_t deadline_ns, rp__reply *reply, rp_future **out);
+/* The ask's job was not accepted: undo rp__ask_begin(). */
+void rp__ask_abort(rp__reply *reply, rp_future **out);
 
 #endif /* RP_ROUTEE_H */

@@ -17,6 +17,8 @@
 
 #include "pool.h"
 #include "routee.h"
+#include "probes.h"
+#include "scatter.h"
 
 /* Routers with at most this many routees route with no allocation. */
 #define STACK_CHOICES 64
@@ -29,6 +31,7 @@ struct rp_router {
     size_t n;
     rp_pool *pool; /* NULL for group routers */
     bool is_default;
+    struct rp__sg *sg; /* scatter-gather routers only */
     rp_undelivered_fn on_undelivered;
     void *undelivered_user;
     rp_log_fn log;
@@ -179,6 +182,13 @@ void rp__router_free(rp_router *rt)
 {
     if (!rt)
         return;
+    if (rt->sg) {
+        /* Stop open scatters first, so "stopped" is counted before the
+         * pool folds this router's counts into its own. */
+        rp__sg_stop_open(rt->sg);
+        rp__pool_remove_sg(rt->pool, rt->sg);
+        rp__sg_close(rt->sg);
+    }
     free(rt->weights);
     free(rt->routees);
     free(rt);
@@ -200,8 +210,10 @@ uint64_t rp_router_undelivered(const rp_router *rt)
     return rt ? atomic_load_explicit(&rt->undelivered, memory_order_relaxed) : 0;
 }
 
-/* A job no routee took: the router's callback, else the pool's. */
-static void handback(rp_router *rt, const rp_routee *r, void *arg, int reason)
+/* A job no routee took: the router's callback, else the pool's.  Fails
+ * the job's reply (and drops its reference) when it has one. */
+static void handback(rp_router *rt, const rp_routee *r, void *arg, int reason,
+                     rp__reply *reply)
 {
     uint64_t count = atomic_fetch_add_explicit(&rt->undelivered, 1,
                                                memory_order_relaxed) + 1;
@@ -216,16 +228,20 @@ static void handback(rp_router *rt, const rp_routee *r, void *arg, int reason)
         rt->on_undelivered(arg, reason, rt->undelivered_user);
     else if (pool)
         rp__pool_handback(pool, arg, reason);
+    if (reply)
+        rp__reply_fail(reply, reason, r ? r->index : -1);
 }
 
-/* One target.  Re-pick when the routee stopped after the pick. */
+/* One target.  Re-pick when the routee stopped after the pick.  0: the
+ * job (and reply's reference) went to a routee or was handed back;
+ * negative: not accepted, the caller keeps both. */
 static int deliver_one(rp_router *rt, rp_route_state *st, size_t idx,
-                       rp_job_fn fn, void *arg, size_t *out)
+                       rp_job_fn fn, void *arg, size_t *out, rp__reply *reply)
 {
     int rc = 0;
 
     for (size_t attempt = 0; attempt <= rt->n; attempt++) {
-        rc = rp__routee_deliver(rt->routees[idx], fn, arg, st->pinned);
+        rc = rp__routee_deliver_reply(rt->routees[idx], fn, arg, st->pinned, reply);
         if (rc != RP_ESTOPPED && rc != RP_ESHUTDOWN)
             break;
         if (rp_strategy_pick(&rt->strategy, st, rt->routees, rt->n, out) != 1 ||
@@ -234,7 +250,7 @@ static int deliver_one(rp_router *rt, rp_route_state *st, size_t idx,
         idx = out[0];
     }
     if (rc == RP_ESTOPPED || rc == RP_ESEND) {
-        handback(rt, rt->routees[idx], arg, rc);
+        handback(rt, rt->routees[idx], arg, rc, reply);
         return 0;
     }
     if (rc < 0)
@@ -242,23 +258,41 @@ static int deliver_one(rp_router *rt, rp_route_state *st, size_t idx,
     return 0;
 }
 
-/* Several targets: each copy is pinned; a copy that fails comes back. */
-static int fan_out(rp_router *rt, const size_t *idx, int cnt, rp_job_fn fn, void *arg)
+/* A copy of reply with its own reference (or none). */
+static rp__reply copy_reply(const rp__reply *reply)
+{
+    rp__reply c = {0};
+
+    if (reply && reply->future) {
+        c = *reply;
+        rp_future_retain(c.future);
+    }
+    return c;
+}
+
+/* Several targets: each copy is pinned; a copy that fails comes back.  An
+ * ask fanned out is answered by the first copy to complete. */
+static int fan_out(rp_router *rt, const size_t *idx, int cnt, rp_job_fn fn, void *arg,
+                   rp__reply *reply)
 {
     for (int k = 0; k < cnt; k++) {
         rp_routee *r = rt->routees[idx[k]];
-        int rc = rp__routee_deliver(r, fn, arg, true);
+        rp__reply c = copy_reply(reply);
+        int rc = rp__routee_deliver_reply(r, fn, arg, true, reply ? &c : NULL);
         if (rc < 0)
-            handback(rt, r, arg, rc);
+            handback(rt, r, arg, rc, reply ? &c : NULL);
     }
+    if (reply)
+        rp__reply_release(reply);
     return 0;
 }
 
-static int route(rp_router *rt, rp_job_fn fn, void *arg, const void *key, size_t key_len)
+static int route(rp_router *rt, rp_job_fn fn, void *arg, const void *key, size_t key_len,
+                 rp__reply *reply)
 {
     size_t local[STACK_CHOICES], *out = local;
     rp_route_state st = {0};
-    int cnt, rc;
+    int cnt, rc = 0;
 
     st.message_index = atomic_fetch_add_explicit(&rt->message_index, 1, memory_order_relaxed);
     if (key) {
@@ -269,27 +303,43 @@ static int route(rp_router *rt, rp_job_fn fn, void *arg, const void *key, size_t
     }
     if (rt->n > STACK_CHOICES && !(out = malloc(sizeof *out * rt->n)))
         return rp__fail(RP_ENOMEM, "router %s: out of memory", rt->name);
+    RP_PROBE3(submit, rt->name, st.message_index, key != NULL);
     cnt = rp_strategy_pick(&rt->strategy, &st, rt->routees, rt->n, out);
+    RP_PROBE4(route, rt->name, (int)rt->strategy.kind, cnt > 0 ? (long)out[0] : -1L, cnt);
     if (cnt < 0)
-        handback(rt, NULL, arg, RP_EINVAL);
+        handback(rt, NULL, arg, RP_EINVAL, reply);
     else if (cnt == 0)
-        handback(rt, NULL, arg, RP_ENOROUTEE);
-    rc = cnt == 1   ? deliver_one(rt, &st, out[0], fn, arg, out)
-         : cnt > 1 ? fan_out(rt, out, cnt, fn, arg)
-                   : 0;
+        handback(rt, NULL, arg, RP_ENOROUTEE, reply);
+    else if (cnt == 1)
+        rc = deliver_one(rt, &st, out[0], fn, arg, out, reply);
+    else
+        rc = fan_out(rt, out, cnt, fn, arg, reply);
     if (out != local)
         free(out);
     return rc;
+}
+
+/* A tell on a scatter-gather router has no reply target. */
+static int no_reply_target(rp_router *rt, void *arg)
+{
+    rp__sg_no_reply_target(rt->sg);
+    if (rt->on_undelivered)
+        rt->on_undelivered(arg, RP_ENOREPLY, rt->undelivered_user);
+    else
+        rp__pool_handback(rt->pool, arg, RP_ENOREPLY);
+    return 0;
 }
 
 int rp_router_tell(rp_router *rt, rp_job_fn fn, void *arg)
 {
     if (!rt || !fn)
         return rp__fail(RP_EINVAL, "rp_router_tell: %s is NULL", rt ? "fn" : "router");
+    if (rt->sg)
+        return no_reply_target(rt, arg);
     if (rt->strategy.kind == RP_STRATEGY_CONSISTENT_HASH)
         return rp__fail(RP_EINVAL, "router %s: consistent hashing needs a key: use rp_router_tell_key",
                         rt->name);
-    return route(rt, fn, arg, NULL, 0);
+    return route(rt, fn, arg, NULL, 0, NULL);
 }
 
 int rp_router_tell_key(rp_router *rt, const void *key, size_t key_len,
@@ -299,7 +349,105 @@ int rp_router_tell_key(rp_router *rt, const void *key, size_t key_len,
         return rp__fail(RP_EINVAL, "rp_router_tell_key: %s",
                         !rt ? "router is NULL" : !fn ? "fn is NULL"
                         : !key ? "key is NULL" : "key_len is 0");
-    return route(rt, fn, arg, key, key_len);
+    if (rt->sg)
+        return no_reply_target(rt, arg);
+    return route(rt, fn, arg, key, key_len, NULL);
+}
+
+/* The pool whose timer enforces a group router's ask deadlines. */
+static rp_pool *timer_pool(const rp_router *rt)
+{
+    if (rt->pool)
+        return rt->pool;
+    for (size_t i = 0; i < rt->n; i++)
+        if (rt->routees[i]->pool)
+            return rt->routees[i]->pool;
+    return NULL;
+}
+
+static int scatter_ask(rp_router *rt, rp_job_fn fn, void *arg, rp_future **out)
+{
+    rp_routee *local[STACK_CHOICES], **live = local;
+    uint64_t index = atomic_fetch_add_explicit(&rt->message_index, 1, memory_order_relaxed);
+    size_t n = 0;
+    int rc;
+
+    if (rt->n > STACK_CHOICES && !(live = malloc(sizeof *live * rt->n)))
+        return rp__fail(RP_ENOMEM, "router %s: out of memory", rt->name);
+    for (size_t i = 0; i < rt->n; i++)
+        if (!rp__routee_stopped(rt->routees[i]))
+            live[n++] = rt->routees[i];
+    rc = rp__sg_ask(rt->sg, live, n, index, fn, arg, out);
+    if (live != local)
+        free(live);
+    return rc;
+}
+
+int rp_router_ask(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms, rp_future **out)
+{
+    rp__reply reply;
+    int64_t deadline;
+    int rc;
+
+    if (!out)
+        return rp__fail(RP_EINVAL, "rp_router_ask: out is NULL");
+    *out = NULL;
+    if (!rt || !fn)
+        return rp__fail(RP_EINVAL, "rp_router_ask: %s is NULL", rt ? "fn" : "router");
+    if ((rc = rp__ask_timeout(timeout_ms, &deadline, "rp_router_ask")) < 0)
+        return rc;
+    if (rt->sg) {
+        /* The caller's own deadline applies too: with it below the
+         * scatter's timeout the caller gets RP_ETIMEDOUT first. */
+        if ((rc = scatter_ask(rt, fn, arg, out)) == 0)
+            rp__future_arm(*out, &rt->pool->timer, deadline);
+        return rc;
+    }
+    if (rt->strategy.kind == RP_STRATEGY_CONSISTENT_HASH)
+        return rp__fail(RP_EINVAL, "router %s: consistent hashing needs a key", rt->name);
+    if ((rc = rp__ask_begin(timer_pool(rt), deadline, &reply, out)) < 0)
+        return rc;
+    if ((rc = route(rt, fn, arg, NULL, 0, &reply)) < 0)
+        rp__ask_abort(&reply, out);
+    return rc;
+}
+
+static void reply_trampoline(rp_future *f, void *user);
+
+typedef struct reply_target {
+    rp_future_cb cb;
+    void *user;
+} reply_target;
+
+static void reply_trampoline(rp_future *f, void *user)
+{
+    reply_target t = *(reply_target *)user;
+
+    free(user);
+    t.cb(f, t.user);
+}
+
+int rp_router_tell_reply(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms,
+                         rp_future_cb reply, void *user)
+{
+    reply_target *t;
+    rp_future *f;
+    int rc;
+
+    if (!reply)
+        return rp__fail(RP_EINVAL, "rp_router_tell_reply: reply is NULL");
+    if (!(t = malloc(sizeof *t)))
+        return rp__fail(RP_ENOMEM, "rp_router_tell_reply: out of memory");
+    t->cb = reply;
+    t->user = user;
+    if ((rc = rp_router_ask(rt, fn, arg, timeout_ms, &f)) < 0) {
+        free(t);
+        return rc;
+    }
+    if ((rc = rp_future_on_complete(f, reply_trampoline, t)) < 0)
+        free(t); /* out of memory: the answer is dropped, the job still runs */
+    rp_future_release(f);
+    return rc;
 }
 
 int rp_router_broadcast(rp_router *rt, rp_job_fn fn, void *arg)
@@ -316,9 +464,57 @@ int rp_router_broadcast(rp_router *rt, rp_job_fn fn, void *arg)
             continue;
         live++;
         if ((rc = rp__routee_deliver(r, fn, arg, true)) < 0)
-            handback(rt, r, arg, rc);
+            handback(rt, r, arg, rc, NULL);
     }
     if (live == 0)
         return rp__fail(RP_ENOROUTEE, "router %s: no live routee to broadcast to", rt->name);
+    return 0;
+}
+
+int rp_router_create_scatter_gather(rp_router **out, rp_pool *pool,
+                                    const rp_scatter_gather_options *sg,
+                                    const rp_router_options *opts)
+{
+    const char *func = "rp_router_create_scatter_gather";
+    rp_scatter_gather_options sg_defaults;
+    rp_router_options ro;
+    int rc;
+
+    if (!out)
+        return rp__fail(RP_EINVAL, "%s: out is NULL", func);
+    *out = NULL;
+    if (!pool)
+        return rp__fail(RP_EINVAL, "%s: pool is NULL", func);
+    if (!sg) {
+        rp_scatter_gather_options_init(&sg_defaults);
+        sg = &sg_defaults;
+    }
+    if (opts)
+        ro = *opts;
+    else
+        rp_router_options_init(&ro);
+    ro.strategy = rp_strategy_broadcast();
+    if ((rc = pool_router(out, pool, &ro, false, func)) < 0)
+        return rc;
+    if ((rc = rp__sg_new(&(*out)->sg, sg, (*out)->name, pool, (*out)->log, (*out)->log_user)) < 0 ||
+        (rc = rp__pool_add_sg(pool, (*out)->sg)) < 0) {
+        if ((*out)->sg) {
+            rp__sg_release((*out)->sg);
+            (*out)->sg = NULL;
+        }
+        rp__router_free(*out);
+        *out = NULL;
+        return rc == RP_ENOMEM ? rp__fail(rc, "%s: out of memory", func) : rc;
+    }
+    return 0;
+}
+
+int rp_router_scatter_stats(const rp_router *rt, rp_scatter_stats *out)
+{
+    if (!rt || !out || !rt->sg)
+        return rp__fail(RP_EINVAL, "rp_router_scatter_stats: %s",
+                        !rt ? "router is NULL" : !out ? "out is NULL"
+                                                      : "not a scatter-gather router");
+    rp__sg_stats(rt->sg, out);
     return 0;
 }

@@ -5,7 +5,9 @@
 # uses sudo only when not already root.
 set -eu
 
-PACKAGES="build-essential cmake pkg-config libck-dev libjemalloc-dev libcriterion-dev libxxhash-dev python3"
+# systemtap-sdt-dev: <sys/sdt.h> for the USDT probes; python3: JSON checks in
+# tests; valgrind: the leak check; prometheus: its promtool lints /metrics.
+PACKAGES="build-essential cmake pkg-config libck-dev libjemalloc-dev libcriterion-dev libxxhash-dev systemtap-sdt-dev python3 valgrind prometheus"
 
 missing=""
 for pkg in $PACKAGES; do

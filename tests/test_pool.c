@@ -60,7 +60,7 @@ Test(pool, thread_names_are_rp_name_index, .init = setup, .timeout = 10)
                  "a routee's pthread name is not rp-tn-<index>");
 
     /* And from outside: exactly one thread per name in /proc. */
-    int seen[3] = {0}, other_rp = 0;
+    int seen[3] = {0}, other_rp = 0, timers = 0;
     DIR *d = opendir("/proc/self/task");
     cr_assert_not_null(d);
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
@@ -77,7 +77,9 @@ Test(pool, thread_names_are_rp_name_index, .init = setup, .timeout = 10)
         if (strncmp(comm, "rp-", 3) != 0)
             continue;
         int idx = -1;
-        if (sscanf(comm, "rp-tn-%d", &idx) == 1 && idx >= 0 && idx < 3)
+        if (strcmp(comm, "rp-tn-t") == 0)
+            timers++; /* the pool's timer thread (asks, scatters) */
+        else if (sscanf(comm, "rp-tn-%d", &idx) == 1 && idx >= 0 && idx < 3)
             seen[idx]++;
         else
             other_rp++;
@@ -86,6 +88,7 @@ Test(pool, thread_names_are_rp_name_index, .init = setup, .timeout = 10)
     for (int i = 0; i < 3; i++)
         cr_assert_eq(seen[i], 1, "%d threads named rp-tn-%d", seen[i], i);
     cr_assert_eq(other_rp, 0, "unexpected rp- threads");
+    cr_assert_eq(timers, 1, "%d timer threads named rp-tn-t", timers);
     rp_pool_destroy(p);
 }
 

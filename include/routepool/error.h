@@ -28,14 +28,18 @@ extern "C" {
     X(ESYS, -10, "operating system call failed")                            \
     X(EBUSY, -11, "operation not allowed from a routee thread")             \
     X(ENODEPTH, -12, "routee depth cannot be read")                         \
-    X(ESEND, -13, "foreign routee refused the job")
+    X(ESEND, -13, "foreign routee refused the job")                          \
+    X(ENOREPLY, -14, "job returned without replying to its ask")            \
+    X(ECANCELLED, -15, "cancelled: another routee won the scatter")         \
+    X(EAGGREGATE, -16, "every routee of the scatter failed")                \
+    X(EEXPIRED, -17, "ask expired before its job started")
 
 /** Error codes.  Every public function documents which of these it returns. */
-typedef enum rp_error {
+typedef enum rp_errcode {
 #define RP__ERR_ENUM(name, value, desc) RP_##name = (value),
     RP_ERROR_LIST(RP__ERR_ENUM)
 #undef RP__ERR_ENUM
-} rp_error;
+} rp_errcode;
 
 /**
  * Describe an error code.

@@ -116,6 +116,11 @@ typedef struct rp_pool_options {
      *  one.  Pinned jobs (keyed, broadcast copies, rp_routee_tell, pinned
      *  by a custom strategy) are never stolen.  Default true. */
     bool steal;
+    /** Keep metrics beyond the counters always kept: busy time and the
+     *  sampled depth and queue-wait histograms (routepool/metrics.h).
+     *  Default true; costs a clock read per busy period and per sampled
+     *  job. */
+    bool metrics;
     /** Strategy of the pool's default router, used by rp_pool_submit().
      *  Default rp_strategy_round_robin(). */
     rp_strategy strategy;
@@ -262,6 +267,7 @@ typedef struct rp_routee_stats {
     uint64_t stolen_from; /**< jobs other routees stole from this one */
     uint64_t stole;       /**< jobs this routee stole from others */
     uint64_t rerouted;    /**< stealable jobs moved to live routees when this one stopped */
+    uint64_t expired;     /**< asks not run because their deadline passed first */
 } rp_routee_stats;
 
 /**

@@ -18,6 +18,10 @@
 #include "routepool/strategy.h"
 #include "routepool/pool.h"
 #include "routepool/router.h"
+#include "routepool/future.h"
+#include "routepool/scatter.h"
+#include "routepool/metrics.h"
+#include "routepool/trace.h"
 
 #ifdef __cplusplus
 extern "C" {

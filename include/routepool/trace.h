@@ -1,0 +1,67 @@
+/*
+ * routepool/trace.h - backlog-balance profiling: a trace of every
+ * routee's depth and busy state over time, viewable in Perfetto
+ * (ui.perfetto.dev) and chrome://tracing, and read by rp-profile.
+ *
+ * A sampler thread records each routee's queued depth and busy flag every
+ * interval, plus (optionally) one job slice in job_sample with a flow arrow
+ * from its submit to its start, and steal events with a flow arrow from
+ * victim to thief.  Output is Chrome Trace Event JSON.  Memory is bounded:
+ * each routee has a fixed ring for slices and steals that the sampler
+ * drains into the file at every tick (events that find the ring full are
+ * counted as lost and reported in the trace's metadata).
+ *
+ * Programs that cannot be changed: set RP_TRACE=path in the environment;
+ * every pool created then traces to path (the second pool of the process
+ * to path.1, and so on; "%p" in path becomes the process id) until it is
+ * destroyed, or until the process exits (an atexit handler finishes the
+ * traces of pools the program never destroyed).
+ */
+#ifndef ROUTEPOOL_TRACE_H
+#define ROUTEPOOL_TRACE_H
+
+#include <stdbool.h>
+
+#include "routepool/pool.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rp_trace_options {
+    /** Sampling interval of depth and busy, microseconds: 50..1000000.
+     *  Default 1000 (1 ms). */
+    unsigned interval_us;
+    /** Record one job slice (and its submit flow) per job_sample jobs a
+     *  mailbox accepts (the slice lands on whichever routee runs the job,
+     *  the thief for a stolen one); 0 records none.  Default 64. */
+    unsigned job_sample;
+    /** Record steals.  Default true. */
+    bool steals;
+} rp_trace_options;
+
+/** Fill opts with the defaults. */
+void rp_trace_options_init(rp_trace_options *opts);
+
+/**
+ * Start tracing a pool into the file at path (created or truncated).
+ * @param opts  NULL: defaults.
+ * @return 0, RP_EINVAL (NULL pool or path, bad option: rp_errmsg() names
+ *         it), RP_EBUSY (the pool is already tracing), RP_ESYS (the file
+ *         cannot be opened, or the sampler thread cannot start), RP_ENOMEM.
+ * Thread-safe.
+ */
+int rp_trace_start(rp_pool *pool, const char *path, const rp_trace_options *opts);
+
+/**
+ * Stop tracing: the sampler drains the rings, closes the JSON and the file.
+ * rp_pool_destroy() stops a running trace itself.
+ * @return 0, RP_EINVAL (NULL, or not tracing), RP_ESYS (write error).
+ * Thread-safe.
+ */
+int rp_trace_stop(rp_pool *pool);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ROUTEPOOL_TRACE_H */

@@ -1,0 +1,338 @@
+/*
+ * metrics.c - snapshots and the Prometheus text exposition.
+ *
+ * Every family is defined once: the per-routee scalars in
+ * RP_ROUTEE_METRICS (routepool/metrics.h), which generates the snapshot
+ * fields, the reads below and the exposition; the labelled counters, the
+ * histograms and the pool-level families in the tables of this file.
+ * Nothing here takes a lock on a job path: reads are relaxed loads of
+ * per-routee counters ("finished" counters before "accepted" ones, see the
+ * header).  Only the pool's list of scatter-gather routers is read under
+ * its mutex.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pool.h"
+#include "scatter.h"
+
+const double rp_metrics_depth_bounds[RP_DEPTH_BUCKETS - 1] = {
+    1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000};
+
+const double rp_metrics_wait_bounds[RP_WAIT_BUCKETS - 1] = {
+    1e-6,  2.5e-6, 5e-6,  1e-5,  2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,
+    5e-3,  1e-2,   2.5e-2, 5e-2, 0.1,    0.25, 0.5,  1,      2.5,  5,    10};
+
+#define RP__REASON_CODE(code, label) code,
+#define RP__REASON_LABEL(code, label) label,
+const int rp_metrics_reason_codes[RP_METRICS_REASONS] = {RP_HANDBACK_REASONS(RP__REASON_CODE)};
+const char *const rp_metrics_reason_labels[RP_METRICS_REASONS] = {
+    RP_HANDBACK_REASONS(RP__REASON_LABEL)};
+
+static uint64_t load(const _Atomic uint64_t *v)
+{
+    return atomic_load_explicit((_Atomic uint64_t *)v, memory_order_relaxed);
+}
+
+/* Busy time including the running period, read under the routee's
+ * seqlock (written in pool.c set_busy()). */
+static double busy_seconds(const rp_routee *cr)
+{
+    rp_routee *r = (rp_routee *)cr;
+    uint32_t s1, s2;
+    uint64_t ns;
+    int64_t since, now;
+
+    do {
+        s1 = atomic_load_explicit(&r->busy_seq, memory_order_acquire);
+        ns = atomic_load_explicit(&r->busy_ns, memory_order_acquire);
+        since = atomic_load_explicit(&r->busy_since, memory_order_acquire);
+        now = rp__now_ns(); /* inside the section: see set_busy() */
+        s2 = atomic_load_explicit(&r->busy_seq, memory_order_seq_cst);
+    } while ((s1 & 1) || s1 != s2);
+    if (since && now > since)
+        ns += (uint64_t)(now - since);
+    return (double)ns / 1e9;
+}
+
+/* The counters that grow when a job finishes (run, handed back, moved). */
+static void read_finished(const rp_routee *r, rp_routee_metrics *m)
+{
+    const rp__mailbox *mb = &r->mb;
+
+    m->run = atomic_load_explicit((_Atomic uint64_t *)&r->run, memory_order_acquire);
+    for (int i = 0; i < RP_METRICS_REASONS; i++)
+        m->handed_back[i] = load(&mb->by_reason[i]);
+    m->rerouted = load(&r->rerouted);
+    m->stole = load(&r->stole);
+    m->stolen_from = load(&mb->stolen_from);
+}
+
+/* Everything else; after read_finished() of every routee (see header). */
+static void read_accepted(const rp_routee *r, rp_routee_metrics *m)
+{
+    const rp__mailbox *mb = &r->mb;
+
+    m->rejected = load(&mb->rejected);
+    m->enqueued = atomic_load_explicit((_Atomic uint64_t *)&mb->enqueued, memory_order_acquire);
+    m->depth = (uint64_t)(atomic_load_explicit((_Atomic int64_t *)&mb->depth,
+                                               memory_order_relaxed) > 0
+                              ? atomic_load_explicit((_Atomic int64_t *)&mb->depth,
+                                                     memory_order_relaxed)
+                              : 0);
+    m->busy = (uint64_t)atomic_load_explicit((_Atomic int *)&r->busy, memory_order_relaxed);
+    m->busy_seconds = busy_seconds(r);
+    for (int b = 0; b < RP_DEPTH_BUCKETS; b++)
+        m->depth_buckets[b] = load(&mb->depth_hist[b]);
+    m->depth_sum = load(&mb->depth_sum);
+    m->depth_count = load(&mb->depth_count);
+    for (int b = 0; b < RP_WAIT_BUCKETS; b++)
+        m->wait_buckets[b] = load(&r->wait_hist[b]);
+    m->wait_sum_seconds = (double)load(&r->wait_sum_ns) / 1e9;
+    m->wait_count = load(&r->wait_count);
+}
+
+void rp__scatter_stats_add(rp_scatter_stats *sum, const rp_scatter_stats *s)
+{
+    for (int i = 0; i < RP_SCATTER_OUTCOMES; i++)
+        sum->resolved[i] += s->resolved[i];
+    for (int i = 0; i <= RP_SCATTER_LATENCY_BUCKETS; i++)
+        sum->latency_buckets[i] += s->latency_buckets[i];
+    sum->latency_count += s->latency_count;
+    sum->latency_sum_seconds += s->latency_sum_seconds;
+    sum->cancelled += s->cancelled;
+}
+
+int rp_metrics_snapshot(rp_pool *pool, rp_metrics *out)
+{
+    if (!pool || !out)
+        return rp__fail(RP_EINVAL, "rp_metrics_snapshot: %s is NULL", pool ? "out" : "pool");
+    memset(out, 0, sizeof *out);
+    if (!(out->routee = calloc(pool->n, sizeof *out->routee)))
+        return rp__fail(RP_ENOMEM, "rp_metrics_snapshot: out of memory");
+    out->routees = pool->n;
+    for (unsigned i = 0; i < pool->n; i++)
+        read_finished(&pool->routees[i], &out->routee[i]);
+    for (unsigned i = 0; i < pool->n; i++) {
+        read_accepted(&pool->routees[i], &out->routee[i]);
+        /* A re-routed job was enqueued twice (here and where it went). */
+        out->submitted += out->routee[i].enqueued +
+                          out->routee[i].handed_back[rp__reason_slot(RP_EDROPPED)] -
+                          out->routee[i].rerouted;
+    }
+    out->memory_bytes = rp__arena_allocated(&pool->arena);
+    pthread_mutex_lock(&pool->sg_lock);
+    rp__scatter_stats_add(&out->scatter, &pool->sg_retired);
+    for (size_t i = 0; i < pool->nsgs; i++) {
+        rp_scatter_stats s;
+        rp__sg_stats(pool->sgs[i], &s);
+        rp__scatter_stats_add(&out->scatter, &s);
+    }
+    pthread_mutex_unlock(&pool->sg_lock);
+    return 0;
+}
+
+void rp_metrics_release(rp_metrics *m)
+{
+    if (!m)
+        return;
+    free(m->routee);
+    m->routee = NULL;
+}
+
+/* ---- exposition ---- */
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Label values: pool names are user text, so escape \ " and newline. */
+static void label_value(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            fputc('\\', f), fputc(*s, f);
+        else if (*s == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+static void labels(FILE *f, const char *pool, long routee, const char *extra_name,
+                   const char *extra)
+{
+    fputs("{pool=\"", f);
+    label_value(f, pool);
+    fputc('"', f);
+    if (routee >= 0)
+        fprintf(f, ",routee=\"%ld\"", routee);
+    if (extra_name)
+        fprintf(f, ",%s=\"%s\"", extra_name, extra);
+    fputc('}', f);
+}
+
+static void scalars(FILE *f, const rp_pool *pool, const rp_metrics *m)
+{
+#define RP__WRITE_SCALAR(fld, typ, nm, hlp)                                           \
+    family(f, nm, typ == RP_METRIC_GAUGE ? "gauge" : "counter", hlp);                 \
+    for (size_t i = 0; i < m->routees; i++) {                                         \
+        fputs(nm, f);                                                                 \
+        labels(f, pool->name, (long)i, NULL, NULL);                                   \
+        fprintf(f, " %llu\n", (unsigned long long)m->routee[i].fld);                 \
+    }
+    RP_ROUTEE_METRICS(RP__WRITE_SCALAR)
+#undef RP__WRITE_SCALAR
+    family(f, "routepool_routee_busy_seconds_total", "counter",
+           "Seconds the routee spent running jobs.");
+    for (size_t i = 0; i < m->routees; i++) {
+        fputs("routepool_routee_busy_seconds_total", f);
+        labels(f, pool->name, (long)i, NULL, NULL);
+        fprintf(f, " %.9f\n", m->routee[i].busy_seconds);
+    }
+}
+
+static void by_reason(FILE *f, const rp_pool *pool, const rp_metrics *m, bool drops_only)
+{
+    const char *name = drops_only ? "routepool_routee_dropped_total"
+                                  : "routepool_routee_handed_back_total";
+
+    family(f, name, "counter",
+           drops_only ? "Jobs the bounded mailbox dropped on overflow, by policy."
+                      : "Jobs handed back to on_undelivered instead of running, by reason.");
+    for (size_t i = 0; i < m->routees; i++) {
+        for (int k = 0; k < RP_METRICS_REASONS; k++) {
+            int code = rp_metrics_reason_codes[k];
+            if (drops_only && code != RP_EDROPPED && code != RP_EEVICTED)
+                continue;
+            fputs(name, f);
+            labels(f, pool->name, (long)i, "reason", rp_metrics_reason_labels[k]);
+            fprintf(f, " %llu\n", (unsigned long long)m->routee[i].handed_back[k]);
+        }
+    }
+}
+
+/* One histogram series: cumulative buckets ending in +Inf, _sum, _count. */
+static void histogram(FILE *f, const char *name, const char *pool, long routee,
+                      const double *bounds, const uint64_t *buckets, int nb, double sum,
+                      uint64_t count)
+{
+    uint64_t cum = 0;
+    char le[32];
+
+    for (int b = 0; b < nb; b++) {
+        cum += buckets[b];
+        if (b < nb - 1)
+            snprintf(le, sizeof le, "%g", bounds[b]);
+        else
+            snprintf(le, sizeof le, "+Inf");
+        fprintf(f, "%s_bucket", name);
+        labels(f, pool, routee, "le", le);
+        fprintf(f, " %llu\n", (unsigned long long)cum);
+    }
+    fprintf(f, "%s_sum", name);
+    labels(f, pool, routee, NULL, NULL);
+    fprintf(f, " %.17g\n", sum);
+    fprintf(f, "%s_count", name);
+    labels(f, pool, routee, NULL, NULL);
+    /* The +Inf bucket and _count must agree: both are the bucket total. */
+    (void)count;
+    fprintf(f, " %llu\n", (unsigned long long)cum);
+}
+
+static void histograms(FILE *f, const rp_pool *pool, const rp_metrics *m)
+{
+    family(f, "routepool_routee_depth_at_enqueue", "histogram",
+           "Queued depth a job found on enqueue (one enqueue in 16 sampled).");
+    for (size_t i = 0; i < m->routees; i++)
+        histogram(f, "routepool_routee_depth_at_enqueue", pool->name, (long)i,
+                  rp_metrics_depth_bounds, m->routee[i].depth_buckets, RP_DEPTH_BUCKETS,
+                  (double)m->routee[i].depth_sum, m->routee[i].depth_count);
+    family(f, "routepool_routee_queue_wait_seconds", "histogram",
+           "Time from enqueue to start (one job in 16 sampled).");
+    for (size_t i = 0; i < m->routees; i++)
+        histogram(f, "routepool_routee_queue_wait_seconds", pool->name, (long)i,
+                  rp_metrics_wait_bounds, m->routee[i].wait_buckets, RP_WAIT_BUCKETS,
+                  m->routee[i].wait_sum_seconds, m->routee[i].wait_count);
+}
+
+static void pool_level(FILE *f, const rp_pool *pool, const rp_metrics *m)
+{
+    family(f, "routepool_pool_routees", "gauge", "Routees (threads) in the pool.");
+    fputs("routepool_pool_routees", f);
+    labels(f, pool->name, -1, NULL, NULL);
+    fprintf(f, " %llu\n", (unsigned long long)m->routees);
+    family(f, "routepool_pool_submitted_total", "counter",
+           "Jobs the pool's mailboxes accepted (queued, or dropped under drop-new).");
+    fputs("routepool_pool_submitted_total", f);
+    labels(f, pool->name, -1, NULL, NULL);
+    fprintf(f, " %llu\n", (unsigned long long)m->submitted);
+    family(f, "routepool_pool_memory_bytes", "gauge",
+           "Bytes allocated in the pool's private jemalloc arena.");
+    fputs("routepool_pool_memory_bytes", f);
+    labels(f, pool->name, -1, NULL, NULL);
+    fprintf(f, " %llu\n", (unsigned long long)m->memory_bytes);
+}
+
+static void scatter(FILE *f, const rp_pool *pool, const rp_metrics *m)
+{
+    family(f, "router_scatter_gather_resolved_total", "counter",
+           "Scatters resolved, by outcome.");
+    for (int o = 0; o < RP_SCATTER_OUTCOMES; o++) {
+        fputs("router_scatter_gather_resolved_total", f);
+        labels(f, pool->name, -1, "outcome", rp_scatter_outcome_name(o));
+        fprintf(f, " %llu\n", (unsigned long long)m->scatter.resolved[o]);
+    }
+    family(f, "router_scatter_gather_latency_seconds", "histogram",
+           "Time from scattering to answering the caller.");
+    histogram(f, "router_scatter_gather_latency_seconds", pool->name, -1,
+              rp_scatter_latency_bounds, m->scatter.latency_buckets,
+              RP_SCATTER_LATENCY_BUCKETS + 1, m->scatter.latency_sum_seconds,
+              m->scatter.latency_count);
+}
+
+int rp_metrics_write_prometheus(rp_pool *pool, FILE *f)
+{
+    rp_metrics m;
+    int rc;
+
+    if (!pool || !f)
+        return rp__fail(RP_EINVAL, "rp_metrics_write_prometheus: %s is NULL", pool ? "f" : "pool");
+    if ((rc = rp_metrics_snapshot(pool, &m)) < 0)
+        return rc;
+    pool_level(f, pool, &m);
+    scalars(f, pool, &m);
+    by_reason(f, pool, &m, true);
+    by_reason(f, pool, &m, false);
+    histograms(f, pool, &m);
+    scatter(f, pool, &m);
+    rp_metrics_release(&m);
+    if (ferror(f))
+        return rp__fail(RP_ESYS, "rp_metrics_write_prometheus: write error");
+    return 0;
+}
+
+int rp_metrics_format_prometheus(rp_pool *pool, char **out, size_t *len)
+{
+    size_t n = 0;
+    FILE *f;
+    int rc;
+
+    if (!out)
+        return rp__fail(RP_EINVAL, "rp_metrics_format_prometheus: out is NULL");
+    *out = NULL;
+    if (!(f = open_memstream(out, &n)))
+        return rp__fail(RP_ENOMEM, "rp_metrics_format_prometheus: out of memory");
+    rc = rp_metrics_write_prometheus(pool, f);
+    if (fclose(f) != 0 && rc == 0)
+        rc = rp__fail(RP_ENOMEM, "rp_metrics_format_prometheus: out of memory");
+    if (rc < 0) {
+        free(*out);
+        *out = NULL;
+        return rc;
+    }
+    if (len)
+        *len = n;
+    return 0;
+}

@@ -1,0 +1,45 @@
+/*
+ * scatter.h - scatter-gather internals.  Private.
+ */
+#ifndef RP_SCATTER_INTERNAL_H
+#define RP_SCATTER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "future.h"
+
+typedef struct rp__sg rp__sg;
+
+/* The router's scatter state (options, counters, open scatters), shared
+ * by reference with every scatter so copies outlive nothing they use. */
+int rp__sg_new(rp__sg **out, const rp_scatter_gather_options *opts,
+               const char *name, rp_pool *pool, rp_log_fn log, void *log_user);
+/* Fail every open scatter ("stopped ...") and drop the router's reference. */
+void rp__sg_close(rp__sg *sg);
+/* Fail every open scatter ("stopped ..."); the router stays usable. */
+void rp__sg_stop_open(rp__sg *sg);
+void rp__sg_release(rp__sg *sg);
+void rp__sg_stats(const rp__sg *sg, rp_scatter_stats *out);
+/* sum += s (metrics.c). */
+void rp__scatter_stats_add(rp_scatter_stats *sum, const rp_scatter_stats *s);
+/* A bare tell: counted, logged, arg handed back by the caller. */
+void rp__sg_no_reply_target(rp__sg *sg);
+
+/* Scatter one ask over routees (n may be 0).  out gets one reference on
+ * the caller's future. */
+int rp__sg_ask(rp__sg *sg, rp_routee *const *routees, size_t n,
+               uint64_t message_index, rp_job_fn fn, void *arg, rp_future **out);
+
+/* From the job side (future.c, pool.c). */
+int rp__scatter_reply(rp__scatter *s, uint32_t member, void *value, int routee);
+/* 0 when the failure was recorded; RP_ECANCELLED when the scatter had
+ * already resolved (or the member had answered). */
+int rp__scatter_member_fail(rp__scatter *s, uint32_t member, int code,
+                            int routee, const char *message);
+void rp__sg_retain(rp__sg *sg);
+bool rp__scatter_cancelled(const rp__scatter *s);
+void rp__scatter_count_cancelled(rp__scatter *s);
+void rp__scatter_release(rp__scatter *s);
+
+#endif /* RP_SCATTER_INTERNAL_H */

@@ -50,7 +50,7 @@ fi
 # ---- build (Release; tests and tools are not needed here) ----
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DRP_BUILD_BENCH=ON \
   -DRP_BUILD_TESTS=OFF -DRP_BUILD_TOOLS=OFF >/dev/null
-cmake --build "$build" -j"$(nproc)" --target rp-bench-sojourn rp-bench-tiny
+cmake --build "$build" -j"$(nproc)" --target rp-bench-sojourn rp-bench-tiny rp-bench-scatter
 
 # ---- results file ----
 commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -80,4 +80,5 @@ run() {
 
 run rp-bench-sojourn "${mode[@]}" --json "${out%.txt}-sojourn.json"
 run rp-bench-tiny "${mode[@]}"
+run rp-bench-scatter "${mode[@]}"
 echo "run.sh: results in ${out#"$root"/}"

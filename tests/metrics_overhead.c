@@ -179,6 +179,11 @@ static void start(config *c)
     o.strategy = rp_strategy_round_robin();
     if (rp_pool_create(&c->pool, &o) != 0)
         die("rp_pool_create");
+    /* RP_OVERHEAD_TRACE=path: the "on" pool also traces (default options),
+     * so the figure is the cost of metrics and tracing together. */
+    if (c->metrics && getenv("RP_OVERHEAD_TRACE") &&
+        rp_trace_start(c->pool, getenv("RP_OVERHEAD_TRACE"), NULL) != 0)
+        die("rp_trace_start");
 }
 
 int main(int argc, char **argv)

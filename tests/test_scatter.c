@@ -1300,7 +1300,11 @@ Test(ask, skipped_jobs_count_as_undelivered_in_routee_stats, .timeout = 20)
     gate_open(&g);
     cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
     cr_assert_eq(undel(&a), 1);
-    cr_assert_eq(atomic_load(&b.undel_by[-RP_ECANCELLED]), 1);
+    /* The copy on routee 1 is skipped; so is the third copy when the
+     * winner answered before its routee started it (a race on a loaded
+     * machine): at least 1, and exactly what the router counted. */
+    cr_assert_geq(atomic_load(&b.undel_by[-RP_ECANCELLED]), 1);
+    cr_assert_eq((uint64_t)atomic_load(&b.undel_by[-RP_ECANCELLED]), sstats(rt).cancelled);
     const rp_routee_stats st = rstats(p, 1);
     cr_assert_eq(st.expired, 1u);
     cr_assert_eq(st.enqueued, 3u);

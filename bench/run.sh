@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/run.sh - build routepool in Release and run every benchmark.
 #
-#   bench/run.sh            the full run (about 5 minutes on 2 vCPUs)
+#   bench/run.sh            the full run (about 7 minutes on 2 vCPUs)
 #   bench/run.sh --quick    a smoke run (about 1 minute)
 #
 # Output goes to the terminal and to bench/results/<date>-<commit>.txt, which

@@ -38,7 +38,6 @@ int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,
     atomic_init(&mb->closed, 0);
     atomic_init(&mb->enqueued, 0);
     atomic_init(&mb->rejected, 0);
-    atomic_init(&mb->dropped, 0);
     atomic_init(&mb->undelivered, 0);
     atomic_init(&mb->retired, 0);
     atomic_init(&mb->stolen_from, 0);
@@ -94,17 +93,16 @@ static void unreserve(rp__mailbox *mb)
 static void handback(rp__mailbox *mb, void *arg, int reason, bool was_queued,
                      rp__reply *reply)
 {
+    int slot = rp__reason_slot(reason);
+
     if (reason == RP_EDROPPED || reason == RP_EEVICTED)
         RP_PROBE3(drop, mb->index, reason, arg);
     RP_PROBE3(handback, mb->index, reason, arg);
     mb->handback(mb->owner, arg, reason);
     if (reply)
         rp__reply_fail(reply, reason, mb->index);
-    if (reason == RP_EDROPPED || reason == RP_EEVICTED)
-        atomic_fetch_add_explicit(&mb->dropped, 1, memory_order_relaxed);
-    if (rp__reason_slot(reason) >= 0)
-        atomic_fetch_add_explicit(&mb->by_reason[rp__reason_slot(reason)], 1,
-                                  memory_order_relaxed);
+    if (slot >= 0)
+        atomic_fetch_add_explicit(&mb->by_reason[slot], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&mb->undelivered, 1, memory_order_relaxed);
     /* Counted finished only after the callback returned, so wait_idle()
      * never returns while a hand-back is still in progress (release:
@@ -335,9 +333,10 @@ unsigned rp__mailbox_steal(rp__mailbox *mb, rp__job **out, unsigned max)
 
 void rp__mailbox_count_skipped(rp__mailbox *mb, int reason)
 {
-    if (rp__reason_slot(reason) >= 0)
-        atomic_fetch_add_explicit(&mb->by_reason[rp__reason_slot(reason)], 1,
-                                  memory_order_relaxed);
+    int slot = rp__reason_slot(reason);
+
+    if (slot >= 0)
+        atomic_fetch_add_explicit(&mb->by_reason[slot], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&mb->undelivered, 1, memory_order_relaxed);
     if (reason == RP_EEXPIRED)
         atomic_fetch_add_explicit(&mb->expired, 1, memory_order_relaxed);

@@ -51,7 +51,6 @@ struct rp__mailbox {
     RP_ALIGNED _Atomic uint64_t enqueued;
     /* Rare-path counters, relaxed. */
     RP_ALIGNED _Atomic uint64_t rejected;
-    _Atomic uint64_t dropped;
     _Atomic uint64_t undelivered;
     _Atomic uint64_t retired; /* left the queue without running here */
     _Atomic uint64_t stolen_from; /* taken by other routees */

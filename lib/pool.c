@@ -134,11 +134,13 @@ static void notify_idle(rp_pool *pool)
         rp__event_broadcast(&pool->idle_ev);
 }
 
+/* Owner-only counters: a load and a store, no locked instruction.  The
+ * store is a release (free on x86): readers such as wait_idle() acquire. */
 static void owner_add(_Atomic uint64_t *counter, uint64_t n)
 {
     atomic_store_explicit(counter,
                           atomic_load_explicit(counter, memory_order_relaxed) + n,
-                          memory_order_relaxed);
+                          memory_order_release);
 }
 
 /* The queue wait of a sampled job, into the runner's histogram. */
@@ -207,10 +209,7 @@ static void run_job(rp_routee *r, rp__job *job)
         rp__reply_fail(&ctx.reply, RP_ENOREPLY, r->index);
     else
         rp__reply_release(&ctx.reply);
-    /* Owner-only counter: a relaxed load+store, no locked instruction. */
-    atomic_store_explicit(&r->run,
-                          atomic_load_explicit(&r->run, memory_order_relaxed) + 1,
-                          memory_order_release);
+    owner_add(&r->run, 1);
 }
 
 int rp_job_reply(rp_job_ctx *ctx, void *value)

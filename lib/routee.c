@@ -112,7 +112,10 @@ int rp_routee_stats_get(const rp_routee *r, rp_routee_stats *out)
     out->enqueued = atomic_load_explicit(&r->mb.enqueued, memory_order_relaxed);
     out->run = atomic_load_explicit(&r->run, memory_order_relaxed);
     out->rejected = atomic_load_explicit(&r->mb.rejected, memory_order_relaxed);
-    out->dropped = atomic_load_explicit(&r->mb.dropped, memory_order_relaxed);
+    /* Derived: the two overflow reasons of the per-reason counters. */
+    out->dropped =
+        atomic_load_explicit(&r->mb.by_reason[rp__reason_slot(RP_EDROPPED)], memory_order_relaxed) +
+        atomic_load_explicit(&r->mb.by_reason[rp__reason_slot(RP_EEVICTED)], memory_order_relaxed);
     out->undelivered = atomic_load_explicit(&r->mb.undelivered, memory_order_relaxed);
     out->stolen_from = atomic_load_explicit(&r->mb.stolen_from, memory_order_relaxed);
     out->stole = atomic_load_explicit(&r->stole, memory_order_relaxed);

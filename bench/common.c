@@ -451,3 +451,52 @@ uint64_t bench_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t 
     }
     return (uint64_t)v;
 }
+
+static void csv_str(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s == '\n' ? ' ' : *s, f);
+    }
+    fputc('"', f);
+}
+
+void bench_csv_row(const char *bench, const char *cas, const char *metric, const char *unit,
+                   double median, double min, double max, int reps)
+{
+    const char *path = getenv("RP_BENCH_CSV");
+    FILE *f;
+
+    if (!path || !*path)
+        return;
+    if (!(f = fopen(path, "a"))) {
+        perror(path);
+        return;
+    }
+    fseek(f, 0, SEEK_END); /* "a" leaves the position implementation-defined */
+    if (ftell(f) == 0)
+        fputs("bench,case,metric,unit,median,min,max,reps\n", f);
+    csv_str(f, bench);
+    fputc(',', f);
+    csv_str(f, cas);
+    fputc(',', f);
+    csv_str(f, metric);
+    fputc(',', f);
+    csv_str(f, unit);
+    fprintf(f, ",%.6g,%.6g,%.6g,%d\n", median, min, max, reps);
+    fclose(f);
+}
+
+void bench_csv_samples(const char *bench, const char *cas, const char *metric, const char *unit,
+                       double *v, size_t n)
+{
+    double med = bench_median(v, n); /* sorts v */
+
+    bench_csv_row(bench, cas, metric, unit, med, n ? v[0] : 0, n ? v[n - 1] : 0, (int)n);
+}

@@ -166,6 +166,26 @@ double bench_foreign_share(const bench_cpu_snap *a, const bench_cpu_snap *b);
  */
 double bench_wait_quiet(double max_share, int timeout_ms);
 
+/**
+ * Machine-readable results for bench/run.  When the environment variable
+ * RP_BENCH_CSV names a file, each call appends one row to it (the header
+ * first when the file is empty):
+ *
+ *     bench,case,metric,unit,median,min,max,reps
+ *
+ * bench is the program ("tiny"), case what was measured ("routepool
+ * round-robin, 1 submitter"), metric the quantity ("ns/job", "p99"), unit
+ * its unit ("ns", "us", "x", "bytes", "instr").  Commas and quotes in the
+ * strings are written CSV-quoted.  bench/run turns the file into the
+ * markdown summary.  Without RP_BENCH_CSV nothing is written.
+ */
+void bench_csv_row(const char *bench, const char *cas, const char *metric, const char *unit,
+                   double median, double min, double max, int reps);
+
+/** bench_csv_row() of n samples (sorted in place): median, min, max. */
+void bench_csv_samples(const char *bench, const char *cas, const char *metric, const char *unit,
+                       double *v, size_t n);
+
 /** Parse a non-negative integer option value; exits with status 2 on error. */
 uint64_t bench_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max);
 

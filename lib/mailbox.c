@@ -148,13 +148,9 @@ static void sample_enqueue(rp__mailbox *mb, rp__job *job)
     job->flags |= RP__JOB_SAMPLED;
 }
 
-/* Enqueue a job that holds a slot.  On failure the slot is given back. */
-static int enqueue(rp__mailbox *mb, rp__job *job)
+/* Stamp a job with its sequence number and the sampling/tracing marks. */
+static void stamp(rp__mailbox *mb, rp__job *job, uint64_t seq)
 {
-    rp__lane *lane = (job->flags & RP__JOB_PINNED) ? &mb->pinned : &mb->stealable;
-
-    uint64_t seq = atomic_fetch_add_explicit(&mb->enqueued, 1, memory_order_relaxed);
-
     atomic_store_explicit(&job->seq, seq, memory_order_relaxed);
     job->enq_ns = 0;
     job->submit_tid = 0;
@@ -168,6 +164,14 @@ static int enqueue(rp__mailbox *mb, rp__job *job)
                 job->enq_ns = rp__now_ns();
         }
     }
+}
+
+/* Enqueue a job that holds a slot.  On failure the slot is given back. */
+static int enqueue(rp__mailbox *mb, rp__job *job)
+{
+    rp__lane *lane = (job->flags & RP__JOB_PINNED) ? &mb->pinned : &mb->stealable;
+
+    stamp(mb, job, atomic_fetch_add_explicit(&mb->enqueued, 1, memory_order_relaxed));
     if (rp__lane_push_mp(lane, job) < 0) {
         /* Not counted as enqueued: take the count back. */
         atomic_fetch_sub_explicit(&mb->enqueued, 1, memory_order_relaxed);
@@ -262,6 +266,78 @@ int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned,
     if (!try_reserve(mb))
         return overflow(mb, job, arg);
     return enqueue_reserved(mb, job);
+}
+
+/* Reserve up to k slots at once; how many were granted. */
+static size_t reserve_up_to(rp__mailbox *mb, size_t k)
+{
+    int64_t d, take;
+
+    if (mb->capacity == 0) {
+        atomic_fetch_add_explicit(&mb->depth, (int64_t)k, memory_order_seq_cst);
+        return k;
+    }
+    d = atomic_load_explicit(&mb->depth, memory_order_relaxed);
+    do {
+        take = (int64_t)mb->capacity - d;
+        if (take <= 0)
+            return 0;
+        if (take > (int64_t)k)
+            take = (int64_t)k;
+    } while (!atomic_compare_exchange_weak_explicit(
+        &mb->depth, &d, d + take, memory_order_seq_cst, memory_order_relaxed));
+    return (size_t)take;
+}
+
+size_t rp__mailbox_push_batch_mp(rp__mailbox *mb, rp_job_fn fn, void *const *args, size_t k,
+                                 int *rc)
+{
+    size_t granted, i;
+    uint64_t seq;
+    int closed;
+
+    *rc = 0;
+    if ((closed = rp__mailbox_closed(mb)) != 0) {
+        *rc = closed;
+        return 0;
+    }
+    if ((granted = reserve_up_to(mb, k)) == 0) {
+        *rc = RP_EFULL;
+        return 0;
+    }
+    /* After the reservation: see "Closing" at the top. */
+    if ((closed = rp__mailbox_closed(mb)) != 0) {
+        atomic_fetch_sub_explicit(&mb->depth, (int64_t)granted, memory_order_seq_cst);
+        rp__event_signal(&mb->ev);
+        *rc = closed;
+        return 0;
+    }
+    /* One sequence range for the whole run: jobs take base, base+1, ... */
+    seq = atomic_fetch_add_explicit(&mb->enqueued, granted, memory_order_relaxed);
+    for (i = 0; i < granted; i++) {
+        rp__job *job = rp__freelist_get(&mb->jobs);
+
+        if (job) {
+            job->fn = fn;
+            job->arg = args[i];
+            job->home = mb;
+            job->flags = 0;
+            job->reply = (rp__reply){0};
+            stamp(mb, job, seq + i);
+            if (rp__lane_push_mp(&mb->stealable, job) == 0)
+                continue;
+            rp__mailbox_job_free(job);
+        }
+        /* Out of memory: the rest were never queued. */
+        atomic_fetch_sub_explicit(&mb->enqueued, granted - i, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&mb->depth, (int64_t)(granted - i), memory_order_seq_cst);
+        *rc = RP_ENOMEM;
+        break;
+    }
+    if (granted < k && *rc == 0)
+        *rc = RP_EFULL;
+    rp__event_signal(&mb->ev);
+    return i;
 }
 
 rp__job *rp__mailbox_pop_owner(rp__mailbox *mb)

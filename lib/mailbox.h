@@ -78,6 +78,15 @@ void rp__mailbox_destroy(rp__mailbox *mb);
 int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned,
                         const rp__reply *reply);
 
+/* Push args[0..k) as k stealable jobs of fn, in order, with one
+ * reservation, one sequence range and one wake-up.  Returns how many were
+ * queued: always a prefix of args.  *rc is 0 when all k were, else why the
+ * rest were not: the closed code (RP_ESTOPPED, RP_ESHUTDOWN), RP_EFULL (a
+ * bounded mailbox had room for fewer; its overflow policy was not
+ * applied) or RP_ENOMEM.  The caller still owns the jobs not queued. */
+size_t rp__mailbox_push_batch_mp(rp__mailbox *mb, rp_job_fn fn, void *const *args, size_t k,
+                                 int *rc);
+
 /* Index of a hand-back reason in rp_metrics_reason_codes, or -1. */
 int rp__reason_slot(int reason);
 

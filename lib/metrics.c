@@ -65,6 +65,7 @@ static void read_finished(const rp_routee *r, rp_routee_metrics *m)
         m->handed_back[i] = load(&mb->by_reason[i]);
     m->rerouted = load(&r->rerouted);
     m->stole = load(&r->stole);
+    m->sleeps = load(&r->sleeps);
     m->stolen_from = load(&mb->stolen_from);
 }
 

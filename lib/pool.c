@@ -58,6 +58,7 @@ void rp_pool_options_init(rp_pool_options *opts)
     opts->name = "pool";
     opts->overflow = RP_OVERFLOW_REJECT;
     opts->steal = true;
+    opts->idle_spin_us = RP_IDLE_SPIN_US_DEFAULT;
     opts->metrics = true;
     opts->strategy = rp_strategy_round_robin();
 }
@@ -84,6 +85,9 @@ static int validate(const rp_pool_options *o, unsigned *routees)
     if (o->overflow < RP_OVERFLOW_REJECT || o->overflow > RP_OVERFLOW_DROP_HEAD)
         return rp__fail(RP_EINVAL, "rp_pool_create: opts.overflow is not an rp_overflow (got %d)",
                         o->overflow);
+    if (o->idle_spin_us > RP_IDLE_SPIN_US_MAX)
+        return rp__fail(RP_EINVAL, "rp_pool_create: opts.idle_spin_us must be 0..%u (got %u)",
+                        RP_IDLE_SPIN_US_MAX, o->idle_spin_us);
     return 0;
 }
 
@@ -481,6 +485,69 @@ static void retire(rp_routee *r)
     rp__mailbox_drain(&r->mb, dispose, r);
 }
 
+/* A spin-wait hint: PAUSE on x86 (yields the core's pipeline to its
+ * sibling hyperthread and saves power). */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#else
+    atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
+/* Whether a spinning routee should stop spinning: work arrived (its own,
+ * or stealable elsewhere), or its mailbox closed. */
+static bool spin_found(rp_routee *r, unsigned i)
+{
+    if (!rp__mailbox_empty(&r->mb) || rp__mailbox_closed(&r->mb))
+        return true;
+    /* Other routees' lanes: every 8th look, they are further away. */
+    return r->pool->steal && (i & 7) == 0 && any_stealable(r);
+}
+
+/*
+ * Look for work for up to the routee's spin window before sleeping (see
+ * rp_pool_options.idle_spin_us).  True when there may be work.  Producers
+ * see a spinning routee as awake: they pay no system call, and no thief
+ * is woken for it (it is not in idle_bits); it finds stealable work by
+ * itself.  The window adapts: halved after a spin that found nothing,
+ * doubled after one that found work.  At most max_spinners spin at once.
+ */
+static bool spin_for_work(rp_routee *r)
+{
+    rp_pool *pool = r->pool;
+    unsigned n = atomic_load_explicit(&pool->spinners, memory_order_relaxed);
+    int64_t end;
+    bool found = false;
+
+    if (r->spin_ns <= 0)
+        return false;
+    do {
+        if (n >= pool->max_spinners)
+            return false;
+    } while (!atomic_compare_exchange_weak_explicit(&pool->spinners, &n, n + 1,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    /* Our run counter before the idle waiters: wait_idle() must not wait
+     * out the spin (pairs with its increment of idle_waiters). */
+    atomic_thread_fence(memory_order_seq_cst);
+    notify_idle(pool);
+    end = rp__now_ns() + r->spin_ns;
+    for (unsigned i = 1; !found; i++) {
+        cpu_relax();
+        if ((found = spin_found(r, i)))
+            break;
+        if ((i & 15) == 0 && rp__now_ns() >= end)
+            break;
+    }
+    atomic_fetch_sub_explicit(&pool->spinners, 1, memory_order_relaxed);
+    if (found)
+        r->spin_ns = r->spin_ns * 2 > pool->spin_ns ? pool->spin_ns : r->spin_ns * 2;
+    else if (r->spin_ns > pool->spin_ns / 16)
+        r->spin_ns /= 2;
+    return found;
+}
+
 /* Sleep until there may be work, or a reason to exit. */
 static void idle_sleep(rp_routee *r, bool *searching)
 {
@@ -496,6 +563,7 @@ static void idle_sleep(rp_routee *r, bool *searching)
         !(closed && rp__mailbox_depth(&r->mb) == 0) &&
         !(pool->steal && any_stealable(r))) {
         notify_idle(pool);
+        owner_add(&r->sleeps, 1);
         rp__event_wait(&r->mb.ev, v, NULL);
     }
     if (pool->steal && !clear_idle(pool, r))
@@ -567,7 +635,8 @@ static void *routee_main(void *p)
         stop_searching(r->pool, &searching);
         if (closed && rp__mailbox_depth(&r->mb) == 0)
             break; /* drained */
-        idle_sleep(r, &searching);
+        if (!spin_for_work(r))
+            idle_sleep(r, &searching);
     }
     stop_searching(r->pool, &searching);
     set_busy(r, &busy, false);
@@ -596,7 +665,9 @@ static int init_routees(rp_pool *pool, const rp_pool_options *o)
         atomic_init(&r->busy, 0);
         atomic_init(&r->run, 0);
         atomic_init(&r->stole, 0);
+        atomic_init(&r->sleeps, 0);
         atomic_init(&r->rerouted, 0);
+        r->spin_ns = pool->spin_ns;
         rc = rp__mailbox_init(&r->mb, &pool->arena, o->mailbox_capacity,
                               o->overflow, rp__pool_handback, pool, (int)i);
         if (rc < 0)
@@ -716,6 +787,9 @@ int rp_pool_create(rp_pool **out, const rp_pool_options *opts)
     pool->n = n;
     pool->pin_cpus = opts->pin_cpus;
     pool->steal = opts->steal;
+    pool->spin_ns = (int64_t)opts->idle_spin_us * 1000;
+    pool->max_spinners = n / 2 ? n / 2 : 1;
+    atomic_init(&pool->spinners, 0);
     atomic_init(&pool->searching, 0);
     for (unsigned w = 0; w < RP_ROUTEES_MAX / 64; w++)
         atomic_init(&pool->idle_bits[w], 0);
@@ -748,6 +822,13 @@ int rp_pool_submit(rp_pool *pool, rp_job_fn fn, void *arg)
     if (!pool)
         return rp__fail(RP_EINVAL, "rp_pool_submit: pool is NULL");
     return rp_router_tell(pool->router, fn, arg);
+}
+
+int rp_pool_submit_batch(rp_pool *pool, rp_job_fn fn, void *const *args, size_t n)
+{
+    if (!pool)
+        return rp__fail(RP_EINVAL, "rp_pool_submit_batch: pool is NULL");
+    return rp_router_tell_batch(pool->router, fn, args, n);
 }
 
 rp_router *rp_pool_router(rp_pool *pool)

@@ -49,6 +49,11 @@ struct rp_pool {
     rp__trace_ring **rings;
     struct rp__tracer *tracer;
     pthread_mutex_t trace_lock;
+    /* Idle spinning (spin_for_work in pool.c): the window in ns, and how
+     * many routees spin now, at most max_spinners. */
+    int64_t spin_ns;
+    unsigned max_spinners;
+    RP_ALIGNED _Atomic unsigned spinners;
     RP_ALIGNED _Atomic int searching;
     RP_ALIGNED _Atomic uint64_t idle_bits[RP_ROUTEES_MAX / 64];
 };

@@ -121,6 +121,7 @@ int rp_routee_stats_get(const rp_routee *r, rp_routee_stats *out)
     out->stole = atomic_load_explicit(&r->stole, memory_order_relaxed);
     out->rerouted = atomic_load_explicit(&r->rerouted, memory_order_relaxed);
     out->expired = atomic_load_explicit(&r->mb.expired, memory_order_relaxed);
+    out->sleeps = atomic_load_explicit(&r->sleeps, memory_order_relaxed);
     return 0;
 }
 

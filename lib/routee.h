@@ -30,6 +30,7 @@ struct rp_routee {
     RP_ALIGNED _Atomic int busy;
     _Atomic uint64_t run; /* owner-only writes */
     _Atomic uint64_t stole; /* owner-only writes */
+    _Atomic uint64_t sleeps; /* owner-only writes */
     _Atomic uint64_t rerouted;
     /* Metrics, owner-only writes (relaxed load + store). */
     /* busy_ns and busy_since under a seqlock (busy_seq odd while the owner
@@ -46,6 +47,7 @@ struct rp_routee {
      * in its depth, so routers see them. */
     rp__job *stolen[RP__STEAL_MAX];
     unsigned stolen_next, stolen_count;
+    int64_t spin_ns; /* owner-only: this routee's adaptive spin window */
     rp__mailbox mb;
 };
 

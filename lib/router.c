@@ -354,6 +354,135 @@ int rp_router_tell_key(rp_router *rt, const void *key, size_t key_len,
     return route(rt, fn, arg, key, key_len, NULL);
 }
 
+/*
+ * Batches.  Jobs are picked one by one, exactly as rp_router_tell() would
+ * (consecutive message indexes), BATCH_CHUNK at a time; each chunk's jobs
+ * for one local routee then go into its mailbox with one reservation, one
+ * sequence range and one wake-up (rp__mailbox_push_batch_mp).  Strategies
+ * that read the depths (smallest-mailbox, custom) see every earlier job of
+ * the batch queued: their chunks hold one job.
+ */
+#define BATCH_CHUNK 64
+
+/* One job the batch path could not queue in bulk: the single-job path,
+ * which re-picks past a stopped routee and applies the overflow policy.
+ * A job still refused is handed back.  0, or the refusal's code. */
+static int batch_single(rp_router *rt, uint64_t index, size_t idx, rp_job_fn fn, void *arg,
+                        size_t *out)
+{
+    rp_route_state st = {0};
+    int rc;
+
+    st.message_index = index;
+    if ((rc = deliver_one(rt, &st, idx, fn, arg, out, NULL)) < 0)
+        handback(rt, rt->routees[idx], arg, rc, NULL);
+    return rc;
+}
+
+/* Queue the jobs of one chunk that go to routee idx.  0 or a refusal. */
+static int batch_flush(rp_router *rt, size_t idx, rp_job_fn fn, void *const *args,
+                       const uint64_t *index, size_t k, size_t *out)
+{
+    rp_routee *r = rt->routees[idx];
+    size_t done = 0;
+    int rc = 0, first = 0;
+
+    if (r->kind == RP__ROUTEE_LOCAL) {
+        done = rp__mailbox_push_batch_mp(&r->mb, fn, args, k, &rc);
+        if (done)
+            rp__pool_stealable_queued(r->pool, r);
+    }
+    for (; done < k; done++)
+        if ((rc = batch_single(rt, index[done], idx, fn, args[done], out)) < 0 && !first)
+            first = rc;
+    return first;
+}
+
+/* Pick and queue one chunk of n jobs starting at message index base. */
+static int batch_chunk(rp_router *rt, rp_job_fn fn, void *const *args, size_t n,
+                       uint64_t base, size_t *out)
+{
+    size_t target[BATCH_CHUNK];
+    bool done[BATCH_CHUNK] = {false};
+    int first = 0;
+
+    for (size_t j = 0; j < n; j++) {
+        rp_route_state st = {0};
+        int cnt;
+
+        st.message_index = base + j;
+        RP_PROBE3(submit, rt->name, st.message_index, 0);
+        cnt = rp_strategy_pick(&rt->strategy, &st, rt->routees, rt->n, out);
+        RP_PROBE4(route, rt->name, (int)rt->strategy.kind, cnt > 0 ? (long)out[0] : -1L, cnt);
+        if (cnt == 1) {
+            target[j] = out[0];
+            continue;
+        }
+        /* No routee, a bad custom choice, or a custom fan-out: as a tell. */
+        done[j] = true;
+        if (cnt > 1)
+            fan_out(rt, out, cnt, fn, args[j], NULL);
+        else
+            handback(rt, NULL, args[j], cnt < 0 ? RP_EINVAL : RP_ENOROUTEE, NULL);
+    }
+    for (size_t j = 0; j < n; j++) {
+        void *group[BATCH_CHUNK];
+        uint64_t index[BATCH_CHUNK];
+        size_t k = 0;
+        int rc;
+
+        if (done[j])
+            continue;
+        for (size_t i = j; i < n; i++) {
+            if (done[i] || target[i] != target[j])
+                continue;
+            done[i] = true;
+            group[k] = args[i];
+            index[k++] = base + i;
+        }
+        if ((rc = batch_flush(rt, target[j], fn, group, index, k, out)) < 0 && !first)
+            first = rc;
+    }
+    return first;
+}
+
+int rp_router_tell_batch(rp_router *rt, rp_job_fn fn, void *const *args, size_t n)
+{
+    size_t local[STACK_CHOICES], *out = local, chunk;
+    int rc, first = 0;
+
+    if (!rt || !fn || (!args && n))
+        return rp__fail(RP_EINVAL, "rp_router_tell_batch: %s is NULL",
+                        !rt ? "router" : !fn ? "fn" : "args");
+    if (rt->strategy.kind == RP_STRATEGY_CONSISTENT_HASH)
+        return rp__fail(RP_EINVAL, "router %s: consistent hashing needs a key: use rp_router_tell_key",
+                        rt->name);
+    if (rt->sg || rt->strategy.kind == RP_STRATEGY_BROADCAST) {
+        /* Every job is handed back (no reply target) or fanned out. */
+        for (size_t i = 0; i < n; i++)
+            if ((rc = rp_router_tell(rt, fn, args[i])) < 0 && !first)
+                first = rc;
+        return first;
+    }
+    if (rt->n > STACK_CHOICES && !(out = malloc(sizeof *out * rt->n)))
+        return rp__fail(RP_ENOMEM, "router %s: out of memory", rt->name);
+    chunk = rt->strategy.kind == RP_STRATEGY_SMALLEST_MAILBOX ||
+            rt->strategy.kind == RP_STRATEGY_CUSTOM ? 1 : BATCH_CHUNK;
+    for (size_t i = 0; i < n; i += chunk) {
+        size_t k = n - i < chunk ? n - i : chunk;
+        uint64_t base = atomic_fetch_add_explicit(&rt->message_index, k, memory_order_relaxed);
+
+        if ((rc = batch_chunk(rt, fn, args + i, k, base, out)) < 0 && !first)
+            first = rc;
+    }
+    if (out != local)
+        free(out);
+    if (first < 0)
+        return rp__fail(first, "router %s: rp_router_tell_batch: some jobs were handed back (%s)",
+                        rt->name, rp_strerror(first));
+    return 0;
+}
+
 /* The pool whose timer enforces a group router's ask deadlines. */
 static rp_pool *timer_pool(const rp_router *rt)
 {

@@ -274,6 +274,20 @@ Test(bad_input, pool_create_null_custom_fn, .timeout = 10)
     cr_assert_null(p);
 }
 
+Test(bad_input, pool_create_idle_spin_too_long, .timeout = 10)
+{
+    rp_pool_options o;
+    rp_pool_options_init(&o);
+    o.routees = 1;
+    o.idle_spin_us = RP_IDLE_SPIN_US_MAX + 1;
+    rp_pool *p = (rp_pool *)&o;
+    assert_fails_naming(rp_pool_create(&p, &o), RP_EINVAL, "idle_spin_us");
+    cr_assert_null(p);
+    o.idle_spin_us = RP_IDLE_SPIN_US_MAX;
+    cr_assert_eq(rp_pool_create(&p, &o), 0, "%s", rp_errmsg());
+    rp_pool_destroy(p);
+}
+
 Test(bad_input, pool_defaults_and_zero_routees_mean_online_cpus,
      .timeout = 10)
 {
@@ -285,6 +299,8 @@ Test(bad_input, pool_defaults_and_zero_routees_mean_online_cpus,
     cr_assert_eq(o.mailbox_capacity, 0u);
     cr_assert_eq(o.overflow, RP_OVERFLOW_REJECT);
     cr_assert_eq(o.pin_cpus, false);
+    cr_assert_eq(o.steal, true);
+    cr_assert_eq(o.idle_spin_us, RP_IDLE_SPIN_US_DEFAULT);
     cr_assert_eq(o.strategy.kind, RP_STRATEGY_ROUND_ROBIN);
     cr_assert_null(o.on_undelivered);
     cr_assert_null(o.log);

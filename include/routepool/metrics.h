@@ -51,7 +51,9 @@ extern "C" {
     X(rejected, RP_METRIC_COUNTER, "routepool_routee_rejected_total",               \
       "Submits refused because the bounded mailbox was full (RP_EFULL).")           \
     X(rerouted, RP_METRIC_COUNTER, "routepool_routee_rerouted_total",               \
-      "Stealable jobs moved to live routees when this routee stopped.")
+      "Stealable jobs moved to live routees when this routee stopped.")             \
+    X(sleeps, RP_METRIC_COUNTER, "routepool_routee_sleeps_total",                   \
+      "Times the routee found no work, even after its idle spin, and slept.")
 
 enum { RP_METRIC_GAUGE = 0, RP_METRIC_COUNTER = 1, RP_METRIC_HISTOGRAM = 2 };
 

@@ -287,6 +287,15 @@ static int fan_out(rp_router *rt, const size_t *idx, int cnt, rp_job_fn fn, void
     return 0;
 }
 
+/* Whether a pick may choose more routees than fit the stack array: only
+ * fan-out strategies write more than out[0] (strategy.c), so a tell to a
+ * large pool allocates nothing. */
+static bool needs_heap_choices(const rp_router *rt)
+{
+    return rt->n > STACK_CHOICES && (rt->strategy.kind == RP_STRATEGY_CUSTOM ||
+                                     rt->strategy.kind == RP_STRATEGY_BROADCAST);
+}
+
 static int route(rp_router *rt, rp_job_fn fn, void *arg, const void *key, size_t key_len,
                  rp__reply *reply)
 {
@@ -301,7 +310,7 @@ static int route(rp_router *rt, rp_job_fn fn, void *arg, const void *key, size_t
         st.key_hash = XXH3_64bits(key, key_len);
         st.pinned = true;
     }
-    if (rt->n > STACK_CHOICES && !(out = malloc(sizeof *out * rt->n)))
+    if (needs_heap_choices(rt) && !(out = malloc(sizeof *out * rt->n)))
         return rp__fail(RP_ENOMEM, "router %s: out of memory", rt->name);
     RP_PROBE3(submit, rt->name, st.message_index, key != NULL);
     cnt = rp_strategy_pick(&rt->strategy, &st, rt->routees, rt->n, out);
@@ -464,7 +473,7 @@ int rp_router_tell_batch(rp_router *rt, rp_job_fn fn, void *const *args, size_t 
                 first = rc;
         return first;
     }
-    if (rt->n > STACK_CHOICES && !(out = malloc(sizeof *out * rt->n)))
+    if (needs_heap_choices(rt) && !(out = malloc(sizeof *out * rt->n)))
         return rp__fail(RP_ENOMEM, "router %s: out of memory", rt->name);
     chunk = rt->strategy.kind == RP_STRATEGY_SMALLEST_MAILBOX ||
             rt->strategy.kind == RP_STRATEGY_CUSTOM ? 1 : BATCH_CHUNK;

@@ -528,10 +528,12 @@ static bool spin_for_work(rp_routee *r)
             return false;
     } while (!atomic_compare_exchange_weak_explicit(&pool->spinners, &n, n + 1,
                                                     memory_order_relaxed, memory_order_relaxed));
-    /* Our run counter before the idle waiters: wait_idle() must not wait
-     * out the spin (pairs with its increment of idle_waiters). */
-    atomic_thread_fence(memory_order_seq_cst);
-    notify_idle(pool);
+    /* wait_idle() must not wait out the spin.  An RMW, not a fence (TSan
+     * models no fences): if a waiter's increment of idle_waiters comes
+     * after this in its order, the waiter reads from us and sees our run
+     * counter; if before, we see it and wake the waiter. */
+    if (atomic_fetch_add_explicit(&pool->idle_waiters, 0, memory_order_seq_cst))
+        rp__event_broadcast(&pool->idle_ev);
     end = rp__now_ns() + r->spin_ns;
     for (unsigned i = 1; !found; i++) {
         cpu_relax();

@@ -7,6 +7,9 @@
  * keys per submitter), with random costs.  Checks: every job runs exactly
  * once; per (submitter, key) jobs run in submission order; stolen-from
  * totals equal stole totals; run totals equal the jobs submitted.
+ * Submitters 2 and 3 send their stealable jobs in batches of up to 37
+ * (rp_router_tell_batch through a round-robin router and the pool's
+ * smallest-mailbox default router), so batches race single tells.
  * Exit status 0 on success, 1 with a message on the first failed check.
  */
 #include <pthread.h>
@@ -30,7 +33,7 @@ typedef struct job {
 static long per_submitter;
 static job *jobs;
 static rp_pool *pool;
-static rp_router *hash_router;
+static rp_router *hash_router, *rr_router;
 static _Atomic uint32_t next_seq[SUBMITTERS][KEYS]; /* next expected seq */
 static atomic_long order_errors;
 
@@ -73,6 +76,9 @@ static void *submit(void *p)
     uint32_t me = (uint32_t)(intptr_t)p;
     uint32_t seq[KEYS] = {0};
     uint64_t rng = 0x9E3779B97F4A7C15ull * (me + 1);
+    void *batch[37];
+    size_t nbatch = 0;
+    rp_router *batch_router = me == 2 ? rr_router : me == 3 ? rp_pool_router(pool) : NULL;
 
     for (long i = 0; i < per_submitter; i++) {
         job *j = &jobs[me * per_submitter + i];
@@ -90,6 +96,13 @@ static void *submit(void *p)
             keybuf[0] = me;
             keybuf[1] = j->key;
             rc = rp_router_tell_key(hash_router, keybuf, sizeof keybuf, run, j);
+        } else if (batch_router) {
+            batch[nbatch++] = j;
+            rc = 0;
+            if (nbatch >= 1 + (r >> 40) % 37) { /* at most 37 */
+                rc = rp_router_tell_batch(batch_router, run, batch, nbatch);
+                nbatch = 0;
+            }
         } else {
             rc = rp_pool_submit(pool, run, j);
         }
@@ -97,6 +110,10 @@ static void *submit(void *p)
             fprintf(stderr, "submit failed: %s (%s)\n", rp_err_name(rc), rp_errmsg());
             exit(1);
         }
+    }
+    if (nbatch && rp_router_tell_batch(batch_router, run, batch, nbatch) != 0) {
+        fprintf(stderr, "batch failed: %s\n", rp_errmsg());
+        exit(1);
     }
     return NULL;
 }
@@ -120,6 +137,11 @@ int main(void)
     rp_router_options_init(&ro);
     ro.strategy = rp_strategy_consistent_hash(1);
     if (!jobs || rp_pool_create(&pool, &o) != 0 || rp_router_create(&hash_router, pool, &ro) != 0) {
+        fprintf(stderr, "setup failed: %s\n", rp_errmsg());
+        return 1;
+    }
+    ro.strategy = rp_strategy_round_robin();
+    if (rp_router_create(&rr_router, pool, &ro) != 0) {
         fprintf(stderr, "setup failed: %s\n", rp_errmsg());
         return 1;
     }
@@ -147,6 +169,7 @@ int main(void)
            total, bad, atomic_load(&order_errors), (unsigned long long)stole,
            (unsigned long long)stolen_from, (unsigned long long)ran);
     rp_router_destroy(hash_router);
+    rp_router_destroy(rr_router);
     rp_pool_destroy(pool);
     free(jobs);
     if (bad || atomic_load(&order_errors) || stole != stolen_from || ran != (uint64_t)total) {

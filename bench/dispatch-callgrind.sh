@@ -10,7 +10,8 @@
 # instrumentation off, and wraps each cell - one strategy, one state, D
 # decisions - in CALLGRIND_ZERO_STATS ... CALLGRIND_DUMP_STATS_AT("<cell>"),
 # so every cell gets a dump of its own with only its loop counted.  This
-# script reads the dumps' "summary:" (Ir) and prints Ir / D per cell as
+# script reads the dumps' "summary:" (Ir) and prints Ir / D per cell (the
+# median of the program's five counts of each cell) as
 # markdown tables, the least-squares slope over pool sizes (instructions per
 # extra routee), and the two targets of issue 7:
 #   smallest-mailbox on a healthy 64-routee pool <= 1.5x round-robin;
@@ -91,14 +92,15 @@ done >"$out/cells"
 [ -s "$out/cells" ] || { echo "no callgrind dumps found (was the binary built with <valgrind/callgrind.h>?)" >&2; exit 1; }
 
 awk -v sizes="$sizes" -v csv="${RP_BENCH_CSV:-}" '
-function row(cas, metric, unit, v) {
+function row(cas, metric, unit, v, lo, hi, reps) {
+  if (reps == "") { lo = v; hi = v; reps = 1 }
   if (csv == "") return
   if (!header_done) {
     # The header only when the file is empty, as bench_csv_row() does.
     if ((getline line < csv) <= 0) print "bench,case,metric,unit,median,min,max,reps" >> csv
     close(csv); header_done = 1
   }
-  printf "dispatch,%s,%s,%s,%.6g,%.6g,%.6g,1\n", cas, metric, unit, v, v, v >> csv
+  printf "dispatch,%s,%s,%s,%.6g,%.6g,%.6g,%d\n", cas, metric, unit, v, lo, hi, reps >> csv
 }
 function fit(what, s, st,    i, mx, my, sxy, sxx, k) {
   mx = my = sxy = sxx = 0; k = 0
@@ -109,7 +111,7 @@ function fit(what, s, st,    i, mx, my, sxy, sxx, k) {
     sxy += (sz[i] - mx) * (ipd[what, s, st, sz[i]] - my); sxx += (sz[i] - mx) ^ 2 }
   return sxx > 0 ? sxy / sxx : 0
 }
-function table(what, st, title,    i, j, s, v, sl) {
+function table(what, st, title,    i, j, s, v, sl, k) {
   printf "\n%s\n\n| strategy |", title
   for (i = 1; i <= ns; i++) printf " %s |", sz[i]
   printf " slope instr/routee |\n|---|"
@@ -121,7 +123,8 @@ function table(what, st, title,    i, j, s, v, sl) {
     for (i = 1; i <= ns; i++) {
       if ((what, s, st, sz[i]) in ipd) {
         v = ipd[what, s, st, sz[i]]; printf " %.1f |", v
-        row(what " " s " " st " " sz[i] " routees", "instr/decision", "instr", v)
+        k = what SUBSEP s SUBSEP st SUBSEP sz[i]
+        row(what " " s " " st " " sz[i] " routees", "instr/decision", "instr", v, lo[k], hi[k], cnt[k])
       } else printf " - |"
     }
     sl = fit(what, s, st); slope[what, s, st] = sl
@@ -129,8 +132,17 @@ function table(what, st, title,    i, j, s, v, sl) {
     if (ns >= 2) row(what " " s " " st " slope", "instr/routee", "instr", sl)
   }
 }
-{ ipd[$1, $2, $3, $4] = $6 / $5 }
+# Fields: what strategy state n decisions rep Ir.  Keep the median of the reps.
+{ key = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4; cnt[key]++; val[key, cnt[key]] = $7 / $5 }
+function median(key,    m, i, j, t, a) {
+  m = cnt[key]
+  for (i = 1; i <= m; i++) a[i] = val[key, i]
+  for (i = 2; i <= m; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+  lo[key] = a[1]; hi[key] = a[m]
+  return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+}
 END {
+  for (key in cnt) ipd[key] = median(key)
   ns = split(sizes, sz, ",")
   nst = split("round-robin random smallest-mailbox consistent-hash weighted", strat, " ")
   table("pick", "healthy", "pick, healthy pool: instructions per decision (callgrind Ir / decisions)")
@@ -148,4 +160,8 @@ END {
            slope["pick", "smallest-mailbox", "saturated"], sizes
     printf "; healthy: %.3f\n", slope["pick", "smallest-mailbox", "healthy"]
   }
+  print "Each cell is the median of 5 counts (CSV: min and max too).  Weighted picks and tells differ"
+  print "between the counts for a reason: each continues the message index, so it visits other slots,"
+  print "routees and depths; the rest agree within a few Ir per cell unless a count hit the outlier"
+  print "described in bench/dispatch.c (cg_cell)."
 }' "$out/cells"

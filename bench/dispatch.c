@@ -30,9 +30,9 @@
  *
  * Instructions: with --callgrind D the program times nothing and wraps
  * each cell's loop of D decisions in callgrind client requests
- * (CALLGRIND_ZERO_STATS before, CALLGRIND_DUMP_STATS_AT("<cell>") after);
- * bench/dispatch-callgrind.sh runs it under valgrind and divides the
- * dumped Ir by D.
+ * (CALLGRIND_ZERO_STATS before, CALLGRIND_DUMP_STATS_AT("<cell>") after),
+ * five times per cell; bench/dispatch-callgrind.sh runs it under valgrind
+ * and divides the median dumped Ir by D.
  *
  * Every job the benchmark queues is counted when it runs; a mismatch
  * after the gates open is a correctness failure (exit 1).
@@ -191,6 +191,11 @@ static void saturate(bench *b)
         b->queued++;
     }
     wait_state(b, SATURATED);
+    /* A routee is busy from the moment it takes the gate job, some
+     * instructions before it blocks on the gate.  Let every one get there:
+     * under callgrind, a thread still running into the first measured cell
+     * made its count vary (by up to 20%, on a loaded machine). */
+    sleep_ms(100);
 }
 
 /* Open the gate, let everything run, check that every counted job ran. */
@@ -398,12 +403,21 @@ static void time_tells(bench *b, const config *c)
 
 /* ---- callgrind mode ---- */
 
-static void cg_cell(const char *what, int k, int state, unsigned n, uint64_t d)
+/*
+ * Each cell is counted CG_REPS times (the script takes the median).  With
+ * the machine loaded, a count now and then came out one chunk of about
+ * 15,600 Ir too high or too low (always the same quantum: callgrind
+ * attributing a block of costs across a thread switch, we believe); the
+ * median of five throws such outliers away.
+ */
+#define CG_REPS 5
+
+static void cg_cell(const char *what, int k, int state, unsigned n, uint64_t d, int rep)
 {
     char name[128];
 
-    snprintf(name, sizeof name, "%s|%s|%s|%u|%llu", what, strat_names[k], state_names[state], n,
-             (unsigned long long)d);
+    snprintf(name, sizeof name, "%s|%s|%s|%u|%llu|%d", what, strat_names[k], state_names[state],
+             n, (unsigned long long)d, rep);
     CALLGRIND_DUMP_STATS_AT(name);
 }
 
@@ -413,9 +427,11 @@ static void cg_picks(bench *b, uint64_t d, int state)
 
     for (int k = 0; k < NSTRAT; k++) {
         sink += picks(b, k, 64); /* warm-up, not counted */
-        CALLGRIND_ZERO_STATS;
-        sink += picks(b, k, (size_t)d);
-        cg_cell("pick", k, state, b->n, d);
+        for (int rep = 0; rep < CG_REPS; rep++) {
+            CALLGRIND_ZERO_STATS;
+            sink += picks(b, k, (size_t)d);
+            cg_cell("pick", k, state, b->n, d, rep);
+        }
     }
     (void)sink;
 }
@@ -428,15 +444,17 @@ static void cg_tells(bench *b, uint64_t d)
     CALLGRIND_STOP_INSTRUMENTATION;
     for (int k = 0; k < NSTRAT; k++) {
         rt[k] = make_router(b, k);
-        total[k] = (size_t)d + 64;
+        total[k] = CG_REPS * (size_t)d + 64;
     }
     prewarm(b, rt, total);
     CALLGRIND_START_INSTRUMENTATION;
     for (int k = 0; k < NSTRAT; k++) {
         tell_loop(b, rt[k], k, 64); /* warm-up, not counted */
-        CALLGRIND_ZERO_STATS;
-        tell_loop(b, rt[k], k, (size_t)d);
-        cg_cell("tell", k, SATURATED, b->n, d);
+        for (int rep = 0; rep < CG_REPS; rep++) {
+            CALLGRIND_ZERO_STATS;
+            tell_loop(b, rt[k], k, (size_t)d);
+            cg_cell("tell", k, SATURATED, b->n, d, rep);
+        }
     }
     for (int k = 0; k < NSTRAT; k++)
         rp_router_destroy(rt[k]);

@@ -29,8 +29,9 @@
 #include "internal.h"
 #include "lane.h"
 
-/* Nodes per slab: 64 nodes of 48 bytes, ~3 KiB. */
-#define NODES_PER_SLAB 64
+/* Nodes per slab: 63 nodes of 48 bytes plus the header stay within
+ * jemalloc's 3 KiB size class (64 would take the 3.5 KiB one). */
+#define NODES_PER_SLAB 63
 
 int rp__lane_init(rp__lane *lane, const rp__arena *arena)
 {

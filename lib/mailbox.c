@@ -26,8 +26,10 @@
 #include "timer.h"
 #include "trace.h"
 
-/* Job records per slab: 64 x 64 bytes. */
-#define JOBS_PER_SLAB 64
+/* Job records per slab: 63 records of 128 bytes (96 rounded up to whole
+ * cache lines) plus the 64-byte slab header fill jemalloc's 8 KiB size
+ * class exactly; 64 would spill into the 10 KiB class (rp-bench-memory). */
+#define JOBS_PER_SLAB 63
 
 int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,
                      int overflow, rp__handback_fn handback, void *owner, int index)

@@ -737,9 +737,25 @@ static void settle(rp_pool *p)
         for (size_t i = 0; i < rp_pool_size(p); i++)
             busy = busy || rp_routee_busy(rp_pool_routee(p, i));
         if (!busy)
-            return;
+            break;
         cr_assert(now_ms() < deadline, "a routee still reads busy 5 s after wait_idle");
         sleep_ms(1);
+    }
+    /* Routees spin briefly (idle_spin_us, 50 us by default) before they
+     * sleep and count the sleep: wait until the sleep counters hold still
+     * for 20 ms, far longer than a spin. */
+    for (uint64_t last = UINT64_MAX;;) {
+        uint64_t sum = 0;
+        for (size_t i = 0; i < rp_pool_size(p); i++) {
+            rp_routee_stats st;
+            cr_assert_eq(rp_routee_stats_get(rp_pool_routee(p, i), &st), 0);
+            sum += st.sleeps;
+        }
+        if (sum == last)
+            return;
+        cr_assert(now_ms() < deadline, "routees still going to sleep 5 s after wait_idle");
+        last = sum;
+        sleep_ms(20);
     }
 }
 

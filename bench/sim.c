@@ -55,10 +55,13 @@ typedef struct config {
     uint64_t jobs;        /* measured jobs per cell at small k */
     uint64_t per_routee;  /* ...raised to this many per routee at large k */
     uint64_t max_jobs;    /* ...but never above this */
+    uint64_t scan_budget; /* routers that scan all k routees per job or steal:
+                           * jobs * k stays under this */
     uint64_t seed;
     sim_model model;
     const char *validate;
     bool quick;
+    bool slowdown_given;
 } config;
 
 static const char *const cost_names[] = {"bimodal", "exp", "uniform"};
@@ -78,9 +81,14 @@ static void usage(FILE *f)
         "  --cost KIND       bimodal (90%% 1 us / 10%% 100 us, default), exp or uniform;\n"
         "                    every kind has mean 10.9 us\n"
         "  --jobs N          measured jobs per cell (default 1000000; --quick 150000),\n"
-        "                    raised to --per-routee N per routee (default 2000; --quick\n"
-        "                    500) up to --max-jobs N (default 3000000; --quick 600000);\n"
-        "                    10%% more are simulated first as warm-up, not measured\n"
+        "                    raised to --per-routee N per routee (default 8000; --quick\n"
+        "                    1500) up to --max-jobs N (default 8000000; --quick 1500000);\n"
+        "                    routers that read every routee per job or steal (sm, ch,\n"
+        "                    *-steal) get at most --scan-budget N / k (default 5e8;\n"
+        "                    --quick 1e8).  10%% more jobs are simulated first as\n"
+        "                    warm-up, not measured.  The drift column is the change of\n"
+        "                    the mean sojourn between the halves of the measured jobs;\n"
+        "                    '~' marks a cell over 10%%: not settled, read it with care\n"
         "  --quick           the smaller counts above (under 20 s)\n"
         "  --seed N          arrivals, costs, keys, random routing (default 1)\n"
         "  --dispatch-ns N   routee CPU per job outside the job (default 300)\n"
@@ -91,6 +99,10 @@ static void usage(FILE *f)
         "                    work without a wake-up meanwhile (default 0, as the pool)\n"
         "  --steal-ns N      time a thief spends on a steal (default 500)\n"
         "  --slowdown X      job cost multiplier, 0.5..3 (default 1.0)\n"
+        "  --central-overhead 0|1  the central queue's idle workers pay the wake-up\n"
+        "                    too (default 0: the reference is the ideal M/G/k)\n"
+        "  --central-dispatch-ns N  with --central-overhead 1: its per-job cost\n"
+        "                    (default 0)\n"
         "  --validate FILE   compare with rp-bench-sojourn --json FILE at k=2 (see\n"
         "                    docs/simulator.md); exit 1 if a cell is off by > 20%%\n"
         "  --help            this text\n"
@@ -195,6 +207,10 @@ static bool parse_model_opt(sim_model *m, const char *a, const char *v)
         m->spin_ns = (int64_t)bench_parse_u64(a, v, 0, 100000000);
     else if (!strcmp(a, "--steal-ns"))
         m->steal_ns = (int64_t)bench_parse_u64(a, v, 0, 10000000);
+    else if (!strcmp(a, "--central-dispatch-ns"))
+        m->central_dispatch_ns = (int64_t)bench_parse_u64(a, v, 0, 10000000);
+    else if (!strcmp(a, "--central-overhead"))
+        m->central_overhead = bench_parse_u64(a, v, 0, 1) != 0;
     else if (!strcmp(a, "--slowdown"))
         m->slowdown = parse_double(a, v, 0.5, 3.0);
     else
@@ -220,6 +236,8 @@ static void parse_one(config *cfg, int argc, char **argv, int *i)
         cfg->per_routee = bench_parse_u64(a, value(argc, argv, i), 0, 1000000);
     else if (!strcmp(a, "--max-jobs"))
         cfg->max_jobs = bench_parse_u64(a, value(argc, argv, i), 1000, 100000000);
+    else if (!strcmp(a, "--scan-budget"))
+        cfg->scan_budget = bench_parse_u64(a, value(argc, argv, i), 1000000, 100000000000ull);
     else if (!strcmp(a, "--seed"))
         cfg->seed = bench_parse_u64(a, value(argc, argv, i), 0, UINT64_MAX);
     else if (!strcmp(a, "--validate"))
@@ -244,7 +262,8 @@ static void parse_args(config *cfg, int argc, char **argv)
 {
     *cfg = (config){.ks = {2, 8, 32, 128, 1024}, .nks = 5,
                     .loads = {0.5, 0.8, 0.9, 0.95}, .nloads = 4, .cost = SC_BIMODAL,
-                    .jobs = 1000000, .per_routee = 2000, .max_jobs = 3000000, .seed = 1};
+                    .jobs = 1000000, .per_routee = 8000, .max_jobs = 8000000,
+                    .scan_budget = 500000000, .seed = 1};
     sim_model_defaults(&cfg->model);
     for (int r = 0; r < SR_COUNT; r++)
         cfg->enabled[r] = true;
@@ -255,21 +274,41 @@ static void parse_args(config *cfg, int argc, char **argv)
         }
         if (!strcmp(argv[i], "--quick")) {
             cfg->quick = true;
-            cfg->jobs = 150000, cfg->per_routee = 500, cfg->max_jobs = 600000;
+            cfg->jobs = 150000, cfg->per_routee = 1500, cfg->max_jobs = 1500000;
+            cfg->scan_budget = 100000000;
         }
+    }
+    for (int i = 1; i + 1 < argc; i++) {
+        if (!strcmp(argv[i], "--validate"))
+            sim_model_bench_profile(&cfg->model);
+        if (!strcmp(argv[i], "--slowdown"))
+            cfg->slowdown_given = true;
     }
     for (int i = 1; i < argc; i++)
         parse_one(cfg, argc, argv, &i);
 }
 
-/* Measured jobs of a cell at k routees. */
-static uint64_t jobs_for(const config *cfg, unsigned k)
+/*
+ * Measured jobs of a cell.  Routing and stealing cost O(1) per job for
+ * central, rr and random, which get --per-routee jobs per routee (a
+ * per-routee queue at load 0.95 needs thousands of jobs to forget its empty
+ * start); smallest-mailbox and consistent hashing read all k routees per
+ * job and stealing scans them per idle routee, so those get at most
+ * scan_budget / k (they pool the load and settle fast, except
+ * consistent-hash, which behaves like random: the drift column tells).
+ */
+static uint64_t jobs_for(const config *cfg, unsigned k, sim_router r)
 {
     uint64_t n = cfg->jobs, want = cfg->per_routee * k;
+    bool scans = r != SR_CENTRAL && r != SR_RR && r != SR_RANDOM;
 
     if (want > n)
         n = want < cfg->max_jobs ? want : cfg->max_jobs;
-    return n > cfg->jobs ? n : cfg->jobs;
+    if (n < cfg->jobs)
+        n = cfg->jobs;
+    if (scans && n > cfg->scan_budget / k)
+        n = cfg->scan_budget / k > 10000 ? cfg->scan_budget / k : 10000;
+    return n;
 }
 
 static void csv_cell(const sim_cell *c, const sim_result *r, double ratio)
@@ -289,9 +328,10 @@ static void print_row(const sim_cell *c, const sim_result *r, const sim_result *
 {
     double ratio = central->p99 > 0 ? r->p99 / central->p99 : 0;
 
-    printf("| %.2f | %s | %.1f | %.1f | %.1f | %.1f | %s%.2fx | %.1f |\n", c->load,
-           sim_router_label[c->router], r->mean, r->p50, r->p99, r->p999,
-           c->router == SR_CENTRAL ? "" : "", ratio, r->stolen_per_1000);
+    printf("| %.2f | %s | %.1f | %.1f | %.1f | %.1f | %.2fx | %.1f | %.2fM | %+.0f%%%s |\n",
+           c->load, sim_router_label[c->router], r->mean, r->p50, r->p99, r->p999, ratio,
+           r->stolen_per_1000, (double)c->jobs / 1e6, 100 * r->drift,
+           fabs(r->drift) > 0.10 ? " ~" : "");
     csv_cell(c, r, ratio);
 }
 
@@ -302,7 +342,7 @@ static int run_load(const config *cfg, unsigned k, double load, double *secs)
 
     for (int ro = 0; ro < SR_COUNT; ro++) {
         sim_cell c = {.k = k, .load = load, .router = (sim_router)ro, .cost = cfg->cost,
-                      .jobs = jobs_for(cfg, k), .seed = cfg->seed};
+                      .jobs = jobs_for(cfg, k, (sim_router)ro), .seed = cfg->seed};
         if (!cfg->enabled[ro])
             continue;
         c.warmup = c.jobs / 10;
@@ -341,11 +381,9 @@ static int run_table(const config *cfg)
     print_header(cfg);
     for (int ki = 0; ki < cfg->nks; ki++) {
         unsigned k = cfg->ks[ki];
-        uint64_t n = jobs_for(cfg, k);
-        printf("\n### k = %u routees: %llu measured jobs per cell (+%llu warm-up)\n\n", k,
-               (unsigned long long)n, (unsigned long long)(n / 10));
+        printf("\n### k = %u routees\n\n", k);
         printf("| load | router | mean us | p50 us | p99 us | p99.9 us | p99 / central "
-               "| stolen/1k |\n|---:|---|---:|---:|---:|---:|---:|---:|\n");
+               "| stolen/1k | jobs | drift |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for (int li = 0; li < cfg->nloads; li++)
             if (run_load(cfg, k, cfg->loads[li], &secs) < 0)
                 return 1;
@@ -362,6 +400,6 @@ int main(int argc, char **argv)
 
     parse_args(&cfg, argc, argv);
     if (cfg.validate)
-        return sim_validate(cfg.validate, &cfg.model, cfg.quick ? 300000 : 1000000, cfg.seed);
+        return sim_validate(cfg.validate, &cfg.model, cfg.slowdown_given);
     return run_table(&cfg);
 }

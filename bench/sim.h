@@ -44,7 +44,8 @@ typedef struct sim_model {
     int64_t spin_ns;       /* an idle routee polls this long before sleeping (pool: 0) */
     int64_t steal_ns;      /* a thief spends this before running a stolen job */
     double slowdown;       /* job cost multiplier (1: the nominal cost) */
-    bool central_overhead; /* the central queue pays dispatch and wake-up too */
+    bool central_overhead; /* the central queue's idle workers pay the wake-up too */
+    int64_t central_dispatch_ns; /* ...and its workers this much per job */
 } sim_model;
 
 /** One cell: k routees, one load, one router. */
@@ -55,6 +56,9 @@ typedef struct sim_cell {
     sim_cost cost;
     uint64_t jobs, warmup;  /* measured jobs, unmeasured jobs before them */
     uint64_t seed;          /* arrivals and costs: the same for every router */
+    bool exact_seed;        /* seed is the generator's state as such, as in
+                             * rp-bench-sojourn's workload_draw() (k = 2, bimodal:
+                             * the very arrivals and costs of its run) */
 } sim_cell;
 
 /** What a cell measured (sojourn in us, nearest-rank percentiles). */
@@ -62,6 +66,7 @@ typedef struct sim_result {
     double mean, p50, p99, p999;
     double disp_mean, disp_p99;  /* dispatch delay, as rp-bench-sojourn defines it */
     double stolen_per_1000;
+    double drift;                /* mean of the 2nd half of the measured jobs over the 1st, - 1 */
     double seconds;              /* wall time of the simulation */
 } sim_result;
 
@@ -71,10 +76,15 @@ extern const char *const sim_router_label[SR_COUNT];
 /** The defaults documented in --help (calibrated on this machine). */
 void sim_model_defaults(sim_model *m);
 
+/** The model of rp-bench-sojourn's own conditions, for --validate (its
+ *  SCHED_IDLE generator keeps an idle routee's CPU awake: a wake-up is a
+ *  preemption, not an idle-CPU exit; docs/simulator.md). */
+void sim_model_bench_profile(sim_model *m);
+
 /** Run one cell.  0, or -1 when out of memory (message printed). */
 int sim_run_cell(sim_result *out, const sim_cell *c, const sim_model *m);
 
 /** --validate FILE: 0 all cells pass, 1 a cell fails or the file is bad. */
-int sim_validate(const char *path, const sim_model *m, uint64_t jobs, uint64_t seed);
+int sim_validate(const char *path, const sim_model *m, bool slowdown_given);
 
 #endif /* RP_BENCH_SIM_H */

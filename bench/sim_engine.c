@@ -186,6 +186,8 @@ typedef struct sim {
     gen g;
     sjob pending;        /* the next arrival (its event is in the heap) */
     hist soj, disp;
+    double half_sum[2];  /* sojourn sums of the two halves of the measured jobs */
+    uint64_t half_n[2];
     uint64_t stolen;
     bool oom;
 } sim;
@@ -319,8 +321,9 @@ static int64_t wake_latency(sim *s)
 
 static void gen_init(gen *g, const sim_cell *c, const sim_model *m)
 {
-    g->rng = c->seed * 0x9E3779B97F4A7C15ull + c->k * 1000003ull +
-             (uint64_t)(c->load * 1e6);
+    g->rng = c->exact_seed ? c->seed
+                           : c->seed * 0x9E3779B97F4A7C15ull + c->k * 1000003ull +
+                                 (uint64_t)(c->load * 1e6);
     g->rate_per_ns = c->load * c->k / SIM_MEAN_NS;
     g->t = 0;
     g->cost = c->cost;
@@ -459,6 +462,16 @@ static bool next_job(sim *s, unsigned me, sjob *out, bool *stolen, int64_t t)
     return s->steal && (*stolen = steal(s, me, out, t));
 }
 
+static void record(sim *s, uint64_t id, int64_t soj, int64_t disp)
+{
+    int half = id - s->c->warmup >= s->c->jobs / 2;
+
+    h_add(&s->soj, soj);
+    h_add(&s->disp, disp);
+    s->half_sum[half] += (double)soj;
+    s->half_n[half]++;
+}
+
 /* Start a job on routee me at t: the routee's CPU is taken by the steal,
  * the dispatch overhead and the job; sojourn is known now. */
 static void start_job(sim *s, unsigned me, sjob j, bool stolen, int64_t t)
@@ -469,10 +482,8 @@ static void start_job(sim *s, unsigned me, sjob j, bool stolen, int64_t t)
     int64_t ready = j.arr > x->prev_done ? j.arr : x->prev_done;
 
     /* Measured jobs are those that arrived after the warm-up arrivals. */
-    if (j.id >= s->c->warmup) {
-        h_add(&s->soj, end - j.arr);
-        h_add(&s->disp, start - ready);
-    }
+    if (j.id >= s->c->warmup)
+        record(s, j.id, end - j.arr, start - ready);
     x->prev_done = end;
     x->state = ST_RUN;
     x->busy = true;
@@ -685,6 +696,9 @@ static void fill_result(sim_result *out, const sim *s, uint64_t jobs)
     out->disp_mean = s->disp.count ? s->disp.sum / (double)s->disp.count / 1e3 : 0;
     out->disp_p99 = h_pct(&s->disp, 0.99) / 1e3;
     out->stolen_per_1000 = jobs ? 1000.0 * (double)s->stolen / (double)jobs : 0;
+    if (s->half_n[0] && s->half_n[1] && s->half_sum[0] > 0)
+        out->drift = (s->half_sum[1] / (double)s->half_n[1]) /
+                     (s->half_sum[0] / (double)s->half_n[0]) - 1;
 }
 
 static int run_pool(sim_result *out, const sim_cell *c, const sim_model *m)
@@ -717,7 +731,8 @@ done:
  * Each job goes to the server that frees first (a min-heap of free
  * instants), which is exactly FCFS M/G/k.  With central_overhead the
  * servers pay the dispatch cost per job and a server that was idle when the
- * job arrived starts it a wake-up later; another server that frees during
+ * job arrived starts it a wake-up later (central_dispatch_ns is the
+ * servers' own per-job cost); another server that frees during
  * that wake-up does not take the job from it (an approximation, used only
  * by --validate to set the measured central queue beside a model of it). */
 
@@ -774,12 +789,10 @@ static int run_central(sim_result *out, const sim_cell *c, const sim_model *m)
         sjob j = gen_next(&s.g);
         int64_t f = free_pop(freeat, &n), start = f > j.arr ? f : j.arr;
         if (m->central_overhead)
-            start += m->dispatch_ns + (f < j.arr ? wake_latency(&s) : 0);
+            start += m->central_dispatch_ns + (f < j.arr ? wake_latency(&s) : 0);
         free_push(freeat, &n, start + j.cost);
-        if (j.id >= c->warmup) {
-            h_add(&s.soj, start + j.cost - j.arr);
-            h_add(&s.disp, start - (f > j.arr ? f : j.arr));
-        }
+        if (j.id >= c->warmup)
+            record(&s, j.id, start + j.cost - j.arr, start - (f > j.arr ? f : j.arr));
     }
     fill_result(out, &s, 0);
     free(freeat);
@@ -791,6 +804,13 @@ void sim_model_defaults(sim_model *m)
     *m = (sim_model){.dispatch_ns = 300, .wake_ns = 20000, .wake_tail_ns = 2500,
                      .spin_ns = 0, .steal_ns = 500, .slowdown = 1.0,
                      .central_overhead = false};
+}
+
+void sim_model_bench_profile(sim_model *m)
+{
+    *m = (sim_model){.dispatch_ns = 450, .wake_ns = 1700, .wake_tail_ns = 3300,
+                     .spin_ns = 0, .steal_ns = 500, .slowdown = 1.0,
+                     .central_overhead = true, .central_dispatch_ns = 0};
 }
 
 int sim_run_cell(sim_result *out, const sim_cell *c, const sim_model *m)

@@ -17,17 +17,23 @@
  *
  * Overheads (defaults measured on the 2-vCPU AMD EPYC VM of
  * docs/simulator.md; every one is an option):
- *   --wake-ns 20000 + exponential --wake-tail-ns 2500: FUTEX_WAKE to a
+ *   --wake-ns 21000 + exponential --wake-tail-ns 2400: FUTEX_WAKE to a
  *      routee asleep on an idle CPU running; rp-bench-sojourn's probe
- *      measured 22.7 us p50, 31.9 us p99 (bench_wake_latency()).
- *   --dispatch-ns 300: routee CPU per job outside the job (pop, run
- *      wrapper, busy flag); rp-bench-sojourn's dispatch delay of queued jobs
- *      at load 0.9 is 0.4-0.5 us mean, which includes the hand-over.
- *   --steal-ns 500: a steal (victim scan of 2 routees, lane steal).
+ *      (bench_wake_latency()) measured 22.7 us p50, 31.9 us p99, and a
+ *      shifted exponential with these parameters has that p50 and p99.
+ *   --dispatch-ns 200: routee CPU per job outside the job (pop, run
+ *      wrapper, busy flag, job record); rp-bench-tiny runs the whole pool,
+ *      submitter included, at 200-230 ns per job (docs/performance.md).
+ *   --steal-ns 500: a steal (victim scan, lane steal); an estimate, not
+ *      measured on its own.
  *   --spin-ns 0: the pool sleeps as soon as it finds no work.
  *   --slowdown 1.0: job cost multiplier.
- * --validate uses the same defaults except where the benchmark's own
- * conditions differ; sim_validate.c says which and why.
+ * --validate models rp-bench-sojourn's own conditions instead (the bench
+ * profile, sim_model_bench_profile()): its SCHED_IDLE generator keeps the
+ * CPUs awake, so a wake-up is a preemption, ~2-5 us, and its routees submit
+ * the arrivals, which costs them ~450 ns per job.  Those two values were
+ * fitted on one rp-bench-sojourn run (its dispatch delays at load 0.5 and
+ * its sojourn at 0.8) and validated on others (docs/simulator.md).
  *
  * Output: a markdown table per k on stdout, progress on stderr, and one
  * bench_csv_row() per cell and statistic (bench "sim") for bench/run.
@@ -91,20 +97,28 @@ static void usage(FILE *f)
         "                    '~' marks a cell over 10%%: not settled, read it with care\n"
         "  --quick           the smaller counts above (under 20 s)\n"
         "  --seed N          arrivals, costs, keys, random routing (default 1)\n"
-        "  --dispatch-ns N   routee CPU per job outside the job (default 300)\n"
-        "  --wake-ns N       wake-up latency of a sleeping routee (default 20000)\n"
-        "  --wake-tail-ns N  plus an exponential extra of this mean (default 2500);\n"
-        "                    together: rp-bench-sojourn's probe, 22.7 us p50, 31.9 p99\n"
+        "  --dispatch-ns N   routee CPU per job outside the job (default 200: below\n"
+        "                    rp-bench-tiny's 200-230 ns/job for the whole pool)\n"
+        "  --wake-ns N       wake-up latency of a routee asleep on an idle CPU\n"
+        "                    (default 21000)\n"
+        "  --wake-tail-ns N  plus an exponential extra of this mean (default 2400);\n"
+        "                    together: rp-bench-sojourn's FUTEX_WAKE probe on this VM,\n"
+        "                    22.7 us p50, 31.9 us p99\n"
         "  --spin-ns N       an idle routee polls this long before sleeping and takes\n"
         "                    work without a wake-up meanwhile (default 0, as the pool)\n"
-        "  --steal-ns N      time a thief spends on a steal (default 500)\n"
+        "  --steal-ns N      time a thief spends on a steal (default 500; an estimate:\n"
+        "                    a scan of the routees' cache lines and a lane CAS)\n"
         "  --slowdown X      job cost multiplier, 0.5..3 (default 1.0)\n"
         "  --central-overhead 0|1  the central queue's idle workers pay the wake-up\n"
         "                    too (default 0: the reference is the ideal M/G/k)\n"
         "  --central-dispatch-ns N  with --central-overhead 1: its per-job cost\n"
         "                    (default 0)\n"
-        "  --validate FILE   compare with rp-bench-sojourn --json FILE at k=2 (see\n"
-        "                    docs/simulator.md); exit 1 if a cell is off by > 20%%\n"
+        "  --validate FILE   compare with rp-bench-sojourn --json FILE at k=2: replay\n"
+        "                    its workloads run by run with the bench profile (dispatch\n"
+        "                    450 ns, wake-up 1700 ns + exp(3300 ns), central queue\n"
+        "                    wakes too, slowdown = the file's measured service time;\n"
+        "                    options given override it) and print sim vs real mean\n"
+        "                    and p99 with PASS/FAIL against 20%%; exit 1 if any FAIL\n"
         "  --help            this text\n"
         "Exit status: 0 ok, 1 runtime failure (or a --validate cell failed), 2 bad\n"
         "command line.\n", RP_ROUTEES_MAX);

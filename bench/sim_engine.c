@@ -801,7 +801,7 @@ static int run_central(sim_result *out, const sim_cell *c, const sim_model *m)
 
 void sim_model_defaults(sim_model *m)
 {
-    *m = (sim_model){.dispatch_ns = 300, .wake_ns = 20000, .wake_tail_ns = 2500,
+    *m = (sim_model){.dispatch_ns = 200, .wake_ns = 21000, .wake_tail_ns = 2400,
                      .spin_ns = 0, .steal_ns = 500, .slowdown = 1.0,
                      .central_overhead = false};
 }

@@ -121,7 +121,7 @@ static void usage(FILE *f)
         "                    and p99 with PASS/FAIL against 20%%; exit 1 if any FAIL\n"
         "  --help            this text\n"
         "Exit status: 0 ok, 1 runtime failure (or a --validate cell failed), 2 bad\n"
-        "command line.\n", RP_ROUTEES_MAX);
+        "command line or a --validate file that cannot be read as sojourn JSON.\n", RP_ROUTEES_MAX);
 }
 
 static void bad(const char *opt, const char *v, const char *want)
@@ -209,6 +209,7 @@ static const char *value(int argc, char **argv, int *i)
     return argv[++*i];
 }
 
+/* False when a is not a model option; v is its value (NULL: missing). */
 static bool parse_model_opt(sim_model *m, const char *a, const char *v)
 {
     if (!strcmp(a, "--dispatch-ns"))
@@ -264,12 +265,10 @@ static void parse_one(config *cfg, int argc, char **argv, int *i)
         if (c == 3)
             bad(a, v, "bimodal, exp or uniform");
         cfg->cost = (sim_cost)c;
-    } else if (*i + 1 < argc && parse_model_opt(&cfg->model, a, argv[*i + 1]))
+    } else if (parse_model_opt(&cfg->model, a, *i + 1 < argc ? argv[*i + 1] : NULL))
         ++*i;
-    else if (!strncmp(a, "--", 2) && *i + 1 >= argc)
-        bad(a, NULL, "a known option with its value (see --help)");
     else
-        bad("option", a, "a known option (see --help)");
+        bad("unknown option", a, "an option --help lists");
 }
 
 static void parse_args(config *cfg, int argc, char **argv)

@@ -84,7 +84,8 @@ void sim_model_bench_profile(sim_model *m);
 /** Run one cell.  0, or -1 when out of memory (message printed). */
 int sim_run_cell(sim_result *out, const sim_cell *c, const sim_model *m);
 
-/** --validate FILE: 0 all cells pass, 1 a cell fails or the file is bad. */
+/** --validate FILE: 0 every cell passes, 1 a cell fails (or out of
+ *  memory), 2 the file cannot be read as rp-bench-sojourn JSON. */
 int sim_validate(const char *path, const sim_model *m, bool slowdown_given);
 
 #endif /* RP_BENCH_SIM_H */

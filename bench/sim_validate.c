@@ -260,7 +260,7 @@ int sim_validate(const char *path, const sim_model *m, bool slowdown_given)
 
     if (!text || parse_file(&f, text, path) < 0) {
         free(text);
-        return 1;
+        return 2; /* bad input, as a bad command line */
     }
     printf("# rp-bench-sim --validate %s: %d cells, k=2, %llu jobs (+%llu warm-up) x %d runs, "
            "seed %llu, replayed run by run\n", path, f.ncells, (unsigned long long)f.jobs,

@@ -200,10 +200,10 @@ static double slowdown_at(const real_file *f, double load)
 }
 
 /* The benchmark's protocol: reps runs of its workloads, medians. */
-static int simulate_cell(double *mean, double *p99, const real_file *f, int li,
+static int simulate_cell(double *mean, double *p99, double *disp, const real_file *f, int li,
                          sim_router r, const sim_model *m)
 {
-    double means[V_MAX_RUNS], p99s[V_MAX_RUNS];
+    double means[V_MAX_RUNS], p99s[V_MAX_RUNS], disps[V_MAX_RUNS];
 
     for (int rep = 0; rep < f->reps; rep++) {
         sim_cell c = {.k = 2, .load = f->loads[li], .router = r, .cost = SC_BIMODAL,
@@ -214,9 +214,11 @@ static int simulate_cell(double *mean, double *p99, const real_file *f, int li,
             return -1;
         means[rep] = res.mean;
         p99s[rep] = res.p99;
+        disps[rep] = res.disp_mean;
     }
     *mean = bench_median(means, (size_t)f->reps);
     *p99 = bench_median(p99s, (size_t)f->reps);
+    *disp = bench_median(disps, (size_t)f->reps);
     return 0;
 }
 
@@ -233,21 +235,21 @@ static int validate_cell(const real_file *f, const real_cell *c, int li, const s
                          bool slowdown_given, int *fails)
 {
     sim_model m = *base;
-    double mean, p99, lo = c->run_p99[0], hi = c->run_p99[0];
+    double mean, p99, disp, lo = c->run_p99[0], hi = c->run_p99[0];
 
     if (!slowdown_given)
         m.slowdown = slowdown_at(f, c->load);
-    if (simulate_cell(&mean, &p99, f, li, c->router, &m) < 0)
+    if (simulate_cell(&mean, &p99, &disp, f, li, c->router, &m) < 0)
         return -1;
     for (int i = 1; i < c->nruns; i++) {
         lo = c->run_p99[i] < lo ? c->run_p99[i] : lo;
         hi = c->run_p99[i] > hi ? c->run_p99[i] : hi;
     }
-    printf("| %.2f | %s | %.1f | %.1f | %.2f | %s | %.1f | %.1f | %.0f-%.0f%s | %.2f | %s | %.1f |\n",
-           c->load, sim_router_key[c->router], mean, c->mean, mean / c->mean,
-           verdict(mean / c->mean, &fails[0]), p99, c->p99, lo, hi,
+    printf("| %.2f | %s | %.1f | %.1f | %.2f | %s | %.1f | %.1f | %.0f-%.0f%s | %.2f | %s "
+           "| %.1f | %.1f / %.1f |\n", c->load, sim_router_key[c->router], mean, c->mean,
+           mean / c->mean, verdict(mean / c->mean, &fails[0]), p99, c->p99, lo, hi,
            hi > (1 + TOLERANCE) * lo ? " noisy" : "", p99 / c->p99,
-           verdict(p99 / c->p99, &fails[1]), c->ideal_p99);
+           verdict(p99 / c->p99, &fails[1]), c->ideal_p99, disp, c->disp_mean);
     fflush(stdout);
     return 0;
 }
@@ -265,17 +267,19 @@ int sim_validate(const char *path, const sim_model *m, bool slowdown_given)
     printf("# rp-bench-sim --validate %s: %d cells, k=2, %llu jobs (+%llu warm-up) x %d runs, "
            "seed %llu, replayed run by run\n", path, f.ncells, (unsigned long long)f.jobs,
            (unsigned long long)f.warmup, f.reps, (unsigned long long)f.seed);
-    printf("# model: dispatch %lld ns, wake-up %lld ns + exp(%lld ns), spin %lld ns, steal %lld ns,"
-           " central pays them too: %s\n", (long long)m->dispatch_ns, (long long)m->wake_ns,
-           (long long)m->wake_tail_ns, (long long)m->spin_ns, (long long)m->steal_ns,
-           m->central_overhead ? "yes" : "no");
+    printf("# model: dispatch %lld ns, wake-up %lld ns + exp(%lld ns), spin %lld ns, steal %lld ns;"
+           " central queue: wake-up %s, dispatch %lld ns\n", (long long)m->dispatch_ns,
+           (long long)m->wake_ns, (long long)m->wake_tail_ns, (long long)m->spin_ns,
+           (long long)m->steal_ns, m->central_overhead ? "yes" : "no",
+           (long long)(m->central_overhead ? m->central_dispatch_ns : 0));
     for (int li = 0; li < f.nloads; li++)
         printf("# load %.2f: slowdown %.3f (%s)\n", f.loads[li],
                slowdown_given ? m->slowdown : slowdown_at(&f, f.loads[li]),
                slowdown_given ? "--slowdown" : "measured service time / 10.9 us");
     printf("\n| load | router | sim mean us | real mean us | sim/real | mean +-20%% | sim p99 us "
-           "| real p99 us | real p99 over runs | sim/real | p99 +-20%% | zero-overhead p99 |\n"
-           "|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---|---:|\n");
+           "| real p99 us | real p99 over runs | sim/real | p99 +-20%% | zero-overhead p99 "
+           "| dispatch mean us, sim / real |\n"
+           "|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---|---:|---:|\n");
     for (int i = 0; i < f.ncells && rc == 0; i++) {
         int li = 0;
         while (li < f.nloads && fabs(f.loads[li] - f.cells[i].load) > 1e-9)

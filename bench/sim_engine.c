@@ -25,9 +25,11 @@
  * searching - the pool does exactly that, since it stops searching only
  * after next_job() returns.
  *
- * Invariants: every routee has at most one pending event, so the event heap
- * holds at most k + 1 entries; a job is in exactly one queue or batch, or
- * running; sojourn is recorded when the job starts (its end is known).
+ * Invariants: every routee has at most one valid pending event (its seq is
+ * the routee's evseq; a spin end cancelled by new work stays in the heap,
+ * stale, until popped), plus one pending arrival; a job is in exactly one
+ * queue or batch, or running; sojourn is recorded when the job starts (its
+ * end is known then).
  */
 #include <math.h>
 #include <stdio.h>

@@ -1,0 +1,91 @@
+/*
+ * bench/sim.h - the discrete-event simulator behind rp-bench-sim (issue 7),
+ * shared by bench/sim.c (engine, table, main) and bench/sim_validate.c
+ * (--validate: simulator against rp-bench-sojourn's measurements).
+ *
+ * Times are integer nanoseconds of simulated time.  Nothing here runs a
+ * thread: the routers' choices come from rp_strategy_pick() over foreign
+ * routees whose depth callback reads the simulated routee.
+ */
+#ifndef RP_BENCH_SIM_H
+#define RP_BENCH_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Nominal job mix of rp-bench-sojourn: 90% 1 us, 10% 100 us (mean 10.9 us). */
+#define SIM_SHORT_NS 1000
+#define SIM_LONG_NS 100000
+#define SIM_LONG_SHARE 0.10
+#define SIM_MEAN_NS 10900.0
+
+/** What the simulator routes with. */
+typedef enum sim_router {
+    SR_CENTRAL,  /* the reference: one FCFS queue, k servers (M/G/k) */
+    SR_RR,
+    SR_RR_STEAL,
+    SR_RANDOM,
+    SR_RANDOM_STEAL,
+    SR_SM,
+    SR_SM_STEAL,
+    SR_CH,       /* consistent hash, random keys; keyed jobs are pinned */
+    SR_COUNT
+} sim_router;
+
+/** Job cost distributions, each with mean SIM_MEAN_NS. */
+typedef enum sim_cost { SC_BIMODAL, SC_EXP, SC_UNIFORM } sim_cost;
+
+/** The overhead model; every field in nanoseconds unless it says otherwise. */
+typedef struct sim_model {
+    int64_t dispatch_ns;   /* routee CPU per job outside the job itself */
+    int64_t wake_ns;       /* a sleeping routee runs this long after it is signalled... */
+    int64_t wake_tail_ns;  /* ...plus an exponential extra of this mean */
+    int64_t spin_ns;       /* an idle routee polls this long before sleeping (pool: 0) */
+    int64_t steal_ns;      /* a thief spends this before running a stolen job */
+    double slowdown;       /* job cost multiplier (1: the nominal cost) */
+    bool central_overhead; /* the central queue's idle workers pay the wake-up too */
+    int64_t central_dispatch_ns; /* ...and its workers this much per job */
+} sim_model;
+
+/** One cell: k routees, one load, one router. */
+typedef struct sim_cell {
+    unsigned k;
+    double load;
+    sim_router router;
+    sim_cost cost;
+    uint64_t jobs, warmup;  /* measured jobs, unmeasured jobs before them */
+    uint64_t seed;          /* arrivals and costs: the same for every router */
+    bool exact_seed;        /* seed is the generator's state as such, as in
+                             * rp-bench-sojourn's workload_draw() (k = 2, bimodal:
+                             * the very arrivals and costs of its run) */
+} sim_cell;
+
+/** What a cell measured (sojourn in us, nearest-rank percentiles). */
+typedef struct sim_result {
+    double mean, p50, p99, p999;
+    double disp_mean, disp_p99;  /* dispatch delay, as rp-bench-sojourn defines it */
+    double stolen_per_1000;
+    double drift;                /* mean of the 2nd half of the measured jobs over the 1st, - 1 */
+    double seconds;              /* wall time of the simulation */
+} sim_result;
+
+extern const char *const sim_router_key[SR_COUNT];
+extern const char *const sim_router_label[SR_COUNT];
+
+/** The defaults documented in --help (calibrated on this machine). */
+void sim_model_defaults(sim_model *m);
+
+/** The model of rp-bench-sojourn's own conditions, for --validate (its
+ *  SCHED_IDLE generator keeps an idle routee's CPU awake: a wake-up is a
+ *  preemption, not an idle-CPU exit; docs/simulator.md). */
+void sim_model_bench_profile(sim_model *m);
+
+/** Run one cell.  0, or -1 when out of memory (message printed). */
+int sim_run_cell(sim_result *out, const sim_cell *c, const sim_model *m);
+
+/** --validate FILE: 0 every cell passes, 1 a cell fails (or out of
+ *  memory), 2 the file cannot be read as rp-bench-sojourn JSON. */
+int sim_validate(const char *path, const sim_model *m, bool slowdown_given);
+
+#endif /* RP_BENCH_SIM_H */

@@ -1,0 +1,295 @@
+/*
+ * bench/sim_validate.c - rp-bench-sim --validate FILE: the simulator beside
+ * the real pool, as measured by rp-bench-sojourn --json FILE (2 routees).
+ *
+ * The comparison replays the benchmark's protocol, not a steady state: for
+ * every load and repetition it simulates the very workload the benchmark
+ * drew (same seed formula, same generator: sojourn.c workload_draw()), with
+ * the same measured and warm-up job counts and the same random-routing
+ * seed, and takes the median over repetitions of each per-run statistic, as
+ * the benchmark does.  At loads near 1 a 50,000-job run never reaches a
+ * steady state; comparing a steady-state prediction with it would test the
+ * run length, not the model.
+ *
+ * Inputs taken from the file: jobs, warmup, reps, seed, the loads, and the
+ * job cost actually measured (median over schedulers of "service_us" at
+ * that load, over the nominal 10.9 us: the slowdown; --slowdown overrides).
+ * Everything else is the bench profile (sim_model_bench_profile()), fitted
+ * once on a different run's dispatch delays (docs/simulator.md), never on
+ * the file being validated.
+ *
+ * The JSON is read with strstr/strtod: only the keys sojourn.c writes, in
+ * the order it writes them.  A file that does not look like that is
+ * reported (exit 1), never a crash.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "sim.h"
+
+#define V_MAX_CELLS 64
+#define V_MAX_RUNS 31
+#define V_MAX_LOADS 8
+#define TOLERANCE 0.20
+
+typedef struct real_cell {
+    double load;
+    sim_router router;
+    double mean, p99, service, disp_mean, disp_p99;
+    double ideal_mean, ideal_p99;   /* the benchmark's zero-overhead simulation */
+    double run_p99[V_MAX_RUNS], run_mean[V_MAX_RUNS];
+    int nruns;
+} real_cell;
+
+typedef struct real_file {
+    uint64_t jobs, warmup, seed;
+    int reps;
+    double loads[V_MAX_LOADS];
+    int nloads;
+    real_cell cells[V_MAX_CELLS];
+    int ncells;
+} real_file;
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    long n;
+
+    if (!f) {
+        fprintf(stderr, "rp-bench-sim: cannot read %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && n < (64l << 20) &&
+        fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) != NULL) {
+        if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+            free(buf);
+            buf = NULL;
+        } else {
+            buf[n] = '\0';
+        }
+    }
+    fclose(f);
+    if (!buf)
+        fprintf(stderr, "rp-bench-sim: %s: empty, too large or unreadable\n", path);
+    return buf;
+}
+
+/* The number after "key": in s (before end, if end is not NULL). */
+static bool num_after(const char *s, const char *end, const char *key, double *out)
+{
+    char pat[64];
+    const char *p;
+    char *stop;
+
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    if (!(p = strstr(s, pat)) || (end && p >= end))
+        return false;
+    *out = strtod(p + strlen(pat), &stop);
+    return stop != p + strlen(pat) && isfinite(*out);
+}
+
+static int router_of(const char *key)
+{
+    static const char *const keys[] = {"central", "rr", "rr-steal", "random", "sm", "sm-steal"};
+    static const sim_router rs[] = {SR_CENTRAL, SR_RR, SR_RR_STEAL, SR_RANDOM, SR_SM, SR_SM_STEAL};
+
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (!strcmp(key, keys[i]))
+            return (int)rs[i];
+    return -1;
+}
+
+/* The runs array of one cell: per-run mean and p99. */
+static void parse_runs(real_cell *c, const char *runs, const char *end)
+{
+    const char *p = runs;
+
+    c->nruns = 0;
+    while (c->nruns < V_MAX_RUNS && (p = strstr(p, "{\"mean_us\":")) && p < end) {
+        const char *next = strchr(p + 1, '}');
+        if (!num_after(p, next, "mean_us", &c->run_mean[c->nruns]) ||
+            !num_after(p, next, "p99_us", &c->run_p99[c->nruns]))
+            break;
+        c->nruns++;
+        p = next ? next : end;
+    }
+}
+
+/* One cell, s at its {"load": and end at the next one (or the end). */
+static bool parse_cell(real_cell *c, const char *s, const char *end)
+{
+    const char *med = strstr(s, "\"median\":"), *sim = strstr(s, "\"simulated_median\":");
+    const char *runs = strstr(s, "\"runs\":"), *sched = strstr(s, "\"scheduler\":");
+    char key[32];
+    int r;
+
+    if (!med || !sim || !runs || !sched || runs > end || !num_after(s, end, "load", &c->load) ||
+        sscanf(sched, "\"scheduler\": \"%31[^\"]\"", key) != 1 || (r = router_of(key)) < 0)
+        return false;
+    c->router = (sim_router)r;
+    if (!num_after(med, sim, "mean_us", &c->mean) || !num_after(med, sim, "p99_us", &c->p99) ||
+        !num_after(med, sim, "service_us", &c->service) ||
+        !num_after(med, sim, "dispatch_mean_us", &c->disp_mean) ||
+        !num_after(med, sim, "dispatch_p99_us", &c->disp_p99) ||
+        !num_after(sim, runs, "mean_us", &c->ideal_mean) ||
+        !num_after(sim, runs, "p99_us", &c->ideal_p99))
+        return false;
+    parse_runs(c, runs, end);
+    return c->nruns > 0 && c->load > 0 && c->load < 1;
+}
+
+static void add_load(real_file *f, double load)
+{
+    for (int i = 0; i < f->nloads; i++)
+        if (fabs(f->loads[i] - load) < 1e-9)
+            return;
+    if (f->nloads < V_MAX_LOADS)
+        f->loads[f->nloads++] = load;
+}
+
+static int parse_file(real_file *f, const char *text, const char *path)
+{
+    double jobs, warm, reps, seed;
+    const char *p = strstr(text, "\"cells\":");
+
+    memset(f, 0, sizeof *f);
+    if (!strstr(text, "\"benchmark\": \"sojourn\"") || !p ||
+        !num_after(text, p, "jobs", &jobs) || !num_after(text, p, "warmup", &warm) ||
+        !num_after(text, p, "reps", &reps) || !num_after(text, p, "seed", &seed) ||
+        !strstr(text, "\"seed\":") ||
+        jobs < 1 || jobs > 1e8 || warm < 0 || warm > 1e8 || reps < 1 || reps > V_MAX_RUNS ||
+        seed < 0 || seed > 1.8e19) {
+        fprintf(stderr, "rp-bench-sim: %s is not rp-bench-sojourn --json output\n", path);
+        return -1;
+    }
+    f->jobs = (uint64_t)jobs, f->warmup = (uint64_t)warm, f->reps = (int)reps;
+    f->seed = strtoull(strstr(text, "\"seed\":") + 7, NULL, 10); /* exact above 2^53 */
+    while ((p = strstr(p, "{\"load\":")) && f->ncells < V_MAX_CELLS) {
+        const char *next = strstr(p + 1, "{\"load\":");
+        const char *end = next ? next : p + strlen(p);
+        if (!parse_cell(&f->cells[f->ncells], p, end)) {
+            fprintf(stderr, "rp-bench-sim: %s: cannot read cell %d\n", path, f->ncells + 1);
+            return -1;
+        }
+        add_load(f, f->cells[f->ncells++].load);
+        p = end;
+    }
+    if (f->ncells == 0) {
+        fprintf(stderr, "rp-bench-sim: %s: no cells\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Job cost multiplier at one load: the median measured service time over
+ * the schedulers, over the nominal mean. */
+static double slowdown_at(const real_file *f, double load)
+{
+    double v[V_MAX_CELLS];
+    size_t n = 0;
+
+    for (int i = 0; i < f->ncells; i++)
+        if (fabs(f->cells[i].load - load) < 1e-9 && f->cells[i].service > 0)
+            v[n++] = f->cells[i].service * 1e3 / SIM_MEAN_NS;
+    return n ? bench_median(v, n) : 1.0;
+}
+
+/* The benchmark's protocol: reps runs of its workloads, medians. */
+static int simulate_cell(double *mean, double *p99, double *disp, const real_file *f, int li,
+                         sim_router r, const sim_model *m)
+{
+    double means[V_MAX_RUNS], p99s[V_MAX_RUNS], disps[V_MAX_RUNS];
+
+    for (int rep = 0; rep < f->reps; rep++) {
+        sim_cell c = {.k = 2, .load = f->loads[li], .router = r, .cost = SC_BIMODAL,
+                      .jobs = f->jobs, .warmup = f->warmup, .exact_seed = true,
+                      .seed = f->seed * 1000003u + (uint64_t)li * 1009u + (uint64_t)rep};
+        sim_result res;
+        if (sim_run_cell(&res, &c, m) < 0)
+            return -1;
+        means[rep] = res.mean;
+        p99s[rep] = res.p99;
+        disps[rep] = res.disp_mean;
+    }
+    *mean = bench_median(means, (size_t)f->reps);
+    *p99 = bench_median(p99s, (size_t)f->reps);
+    *disp = bench_median(disps, (size_t)f->reps);
+    return 0;
+}
+
+static const char *verdict(double ratio, int *fails)
+{
+    bool ok = fabs(ratio - 1) <= TOLERANCE;
+
+    *fails += !ok;
+    return ok ? "PASS" : "FAIL";
+}
+
+/* One row; returns -1 when the simulation ran out of memory. */
+static int validate_cell(const real_file *f, const real_cell *c, int li, const sim_model *base,
+                         bool slowdown_given, int *fails)
+{
+    sim_model m = *base;
+    double mean, p99, disp, lo = c->run_p99[0], hi = c->run_p99[0];
+
+    if (!slowdown_given)
+        m.slowdown = slowdown_at(f, c->load);
+    if (simulate_cell(&mean, &p99, &disp, f, li, c->router, &m) < 0)
+        return -1;
+    for (int i = 1; i < c->nruns; i++) {
+        lo = c->run_p99[i] < lo ? c->run_p99[i] : lo;
+        hi = c->run_p99[i] > hi ? c->run_p99[i] : hi;
+    }
+    printf("| %.2f | %s | %.1f | %.1f | %.2f | %s | %.1f | %.1f | %.0f-%.0f%s | %.2f | %s "
+           "| %.1f | %.1f / %.1f |\n", c->load, sim_router_key[c->router], mean, c->mean,
+           mean / c->mean, verdict(mean / c->mean, &fails[0]), p99, c->p99, lo, hi,
+           hi > (1 + TOLERANCE) * lo ? " noisy" : "", p99 / c->p99,
+           verdict(p99 / c->p99, &fails[1]), c->ideal_p99, disp, c->disp_mean);
+    fflush(stdout);
+    return 0;
+}
+
+int sim_validate(const char *path, const sim_model *m, bool slowdown_given)
+{
+    char *text = slurp(path);
+    static real_file f;
+    int fails[2] = {0, 0}, rc = 0;
+
+    if (!text || parse_file(&f, text, path) < 0) {
+        free(text);
+        return 2; /* bad input, as a bad command line */
+    }
+    printf("# rp-bench-sim --validate %s: %d cells, k=2, %llu jobs (+%llu warm-up) x %d runs, "
+           "seed %llu, replayed run by run\n", path, f.ncells, (unsigned long long)f.jobs,
+           (unsigned long long)f.warmup, f.reps, (unsigned long long)f.seed);
+    printf("# model: dispatch %lld ns, wake-up %lld ns + exp(%lld ns), spin %lld ns, steal %lld ns;"
+           " central queue: wake-up %s, dispatch %lld ns\n", (long long)m->dispatch_ns,
+           (long long)m->wake_ns, (long long)m->wake_tail_ns, (long long)m->spin_ns,
+           (long long)m->steal_ns, m->central_overhead ? "yes" : "no",
+           (long long)(m->central_overhead ? m->central_dispatch_ns : 0));
+    for (int li = 0; li < f.nloads; li++)
+        printf("# load %.2f: slowdown %.3f (%s)\n", f.loads[li],
+               slowdown_given ? m->slowdown : slowdown_at(&f, f.loads[li]),
+               slowdown_given ? "--slowdown" : "measured service time / 10.9 us");
+    printf("\n| load | router | sim mean us | real mean us | sim/real | mean +-20%% | sim p99 us "
+           "| real p99 us | real p99 over runs | sim/real | p99 +-20%% | zero-overhead p99 "
+           "| dispatch mean us, sim / real |\n"
+           "|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---|---:|---:|\n");
+    for (int i = 0; i < f.ncells && rc == 0; i++) {
+        int li = 0;
+        while (li < f.nloads && fabs(f.loads[li] - f.cells[i].load) > 1e-9)
+            li++;
+        fprintf(stderr, "\rvalidating %d/%d", i + 1, f.ncells);
+        rc = validate_cell(&f, &f.cells[i], li, m, slowdown_given, fails);
+    }
+    fprintf(stderr, "\r%-30s\r", "");
+    printf("\n# %d of %d means and %d of %d p99s within 20%% of the measurement\n",
+           f.ncells - fails[0], f.ncells, f.ncells - fails[1], f.ncells);
+    free(text);
+    return rc < 0 || fails[0] || fails[1] ? 1 : 0;
+}

@@ -86,6 +86,6 @@ int sim_run_cell(sim_result *out, const sim_cell *c, const sim_model *m);
 
 /** --validate FILE: 0 every cell passes, 1 a cell fails (or out of
  *  memory), 2 the file cannot be read as rp-bench-sojourn JSON. */
-int sim_validate(const char *path, const sim_model *m, bool slowdown_given);
+int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool strict);
 
 #endif /* RP_BENCH_SIM_H */

@@ -360,8 +360,11 @@ static rp_routee *pick_victim(rp_routee *r, int64_t *depth)
     return victim;
 }
 
-/* Steal a batch; run the first, keep the rest (counted in our depth). */
-static rp__job *steal(rp_routee *r)
+/* Steal a batch; run the first, keep the rest (counted in our depth).
+ * *searching: whether this routee was woken to steal (pool->searching
+ * counts it); cleared here, before handing the search on, or wake_thief()
+ * would see the search still running and wake nobody. */
+static rp__job *steal(rp_routee *r, bool *searching)
 {
     rp__job *batch[RP__STEAL_MAX];
     int64_t depth;
@@ -388,6 +391,7 @@ static rp__job *steal(rp_routee *r)
         r->stolen_count = got - 1;
     }
     /* More work waits behind the victim: hand the search on. */
+    stop_searching(r->pool, searching);
     if (worth_stealing(victim))
         wake_thief(r->pool);
     return batch[0];
@@ -401,14 +405,14 @@ static rp__job *take_stolen(rp_routee *r)
     return r->stolen[r->stolen_next++];
 }
 
-static rp__job *next_job(rp_routee *r)
+static rp__job *next_job(rp_routee *r, bool *searching)
 {
     rp__job *job = take_stolen(r);
 
     if (!job)
         job = rp__mailbox_pop_owner(&r->mb);
     if (!job && r->pool->steal)
-        job = steal(r);
+        job = steal(r, searching);
     return job;
 }
 
@@ -628,7 +632,7 @@ static void *routee_main(void *p)
         /* Busy before the pop: the score depth + busy must not dip to 0
          * between taking a job and starting it. */
         set_busy(r, &busy, true);
-        if ((job = next_job(r)) != NULL) {
+        if ((job = next_job(r, &searching)) != NULL) {
             stop_searching(r->pool, &searching);
             run_job(r, job);
             continue;

@@ -284,3 +284,46 @@ Test(steal, stopped_routee_reroutes_stealable_jobs_and_hands_back_pinned_ones, .
     cr_expect_eq(st.rerouted + st.stolen_from, 30);
     rp_pool_destroy(pool);
 }
+
+static atomic_int slept;
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+static void sleep_50ms(rp_job_ctx *ctx, void *arg)
+{
+    (void)ctx, (void)arg;
+    nap_ms(50);
+    atomic_fetch_add(&slept, 1);
+}
+
+/* Issue 3: a thief that finds more backlog after its steal wakes the next
+ * one.  40 slow jobs land behind a blocked routee in one burst; the
+ * producer wakes one thief.  Within 150 ms - less than the 8 x 50 ms the
+ * first thief's batch takes - both other routees must have stolen too.
+ * (A weak check of the hand-off itself: when the producer is slower than
+ * the first thief's wake-up, its own later submits wake the others.) */
+Test(steal, a_woken_thief_hands_the_search_on_to_the_next_sleeper, .timeout = 30)
+{
+    rp_pool *pool = make(4, true, rp_strategy_custom(to_zero, NULL));
+
+    atomic_init(&slept, 0);
+    block_routee0(pool);
+    nap_ms(20); /* every other routee asleep */
+    for (int i = 0; i < 40; i++)
+        cr_assert_eq(rp_pool_submit(pool, sleep_50ms, NULL), 0);
+    nap_ms(150);
+    for (size_t r = 1; r < 4; r++) {
+        rp_routee_stats st;
+        rp_routee_stats_get(rp_pool_routee(pool, r), &st);
+        cr_expect_gt(st.stole, 0, "routee %zu was never woken to steal", r);
+    }
+    gate_open_now();
+    cr_assert_eq(rp_pool_wait_idle(pool, 20000), 0);
+    cr_assert_eq(atomic_load(&slept), 40);
+    rp_pool_destroy(pool);
+}

@@ -161,8 +161,16 @@ static void put(peer_floor *f, int p, void *rec)
     prod *pr = &f->prods[p];
 
     if (f->kind == PEER_FLOOR_RING) {
-        while (!ck_ring_enqueue_spsc(&pr->ring, pr->buf, rec))
-            bench_relax(); /* full: the consumer is behind */
+        int misses = 0;
+        /* Full: the consumer is behind (or descheduled: yield to it). */
+        while (!ck_ring_enqueue_spsc(&pr->ring, pr->buf, rec)) {
+            if (++misses < SPINS_BEFORE_YIELD) {
+                bench_relax();
+            } else {
+                misses = 0;
+                sched_yield();
+            }
+        }
         return;
     }
     ck_fifo_mpmc_enqueue(&f->fifo, &pr->nodes[pr->used++], rec);

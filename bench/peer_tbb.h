@@ -3,8 +3,11 @@
  * a small C API (bench/peer_tbb.cpp is the only C++ in the project).
  *
  * A peer_tbb owns one tbb::task_arena with `workers` worker threads and
- * `masters` slots reserved for external threads, and one tbb::task_group
- * for the single-job API.  Two ways to use it:
+ * `masters` slots reserved for external threads, one tbb::task_group for
+ * the single-job API, and a tbb::global_control that lets oneTBB's global
+ * pool have `workers` workers (by default it has one fewer than there are
+ * CPUs: one on 2 vCPUs).  Several may coexist; their arenas share that pool
+ * (workers go where there is work).  Two ways to use it:
  *
  *  - peer_tbb_batch(): the usual oneTBB idiom.  The calling thread joins
  *    the arena (a reserved slot), task_group::run()s n jobs - they go to
@@ -36,17 +39,26 @@ extern "C" {
 
 typedef struct peer_tbb peer_tbb;
 
-/** Create the arena: `workers` worker threads plus `masters` reserved slots
- *  (so max_concurrency = workers + masters).  @return 0, or -1. */
-int peer_tbb_create(peer_tbb **out, int workers, int masters);
+/**
+ * Create the arena: `workers` worker threads plus `masters` reserved slots
+ * (so max_concurrency = workers + masters).
+ * @param cpus  NULL, or `workers` CPU numbers: a worker that takes worker
+ *              slot i of the arena is pinned to cpus[i] (a
+ *              task_scheduler_observer, on every entry: oneTBB workers come
+ *              and go between arenas); a negative entry leaves it unpinned.
+ * @return 0, or -1.
+ */
+int peer_tbb_create(peer_tbb **out, int workers, int masters, const int *cpus);
 
 /**
  * Join the arena, run n jobs fn(base + i * stride) with task_group::run()
  * and wait for them (see above).
  * @param submit_ns  receives the time spent in the run() loop.
+ * @param ran_here   receives how many of the n jobs ran on the calling
+ *                   thread (while it waited, or another caller's jobs).
  */
 void peer_tbb_batch(peer_tbb *t, void (*fn)(void *rec), char *base, size_t stride, size_t n,
-                    int64_t *submit_ns);
+                    int64_t *submit_ns, size_t *ran_here);
 
 /** Submit one job fn(arg) to the arena (see above).  @return 0, or -1 when
  *  oneTBB threw (out of memory). */

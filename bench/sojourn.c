@@ -15,6 +15,16 @@
  * give.  Per-routee FIFOs fed by round-robin or random are two M/G/1
  * queues instead (building-blocks.md, "Queueing anchors").
  *
+ * Peer (when built with oneTBB, bench/peer_tbb.cpp): "tbb", a task_arena
+ * of two worker threads (pinned like the routees) and oneTBB's own work
+ * stealing.  A generator hands each arrival to the arena with
+ * task_arena::enqueue(task_group::defer(job)) - oneTBB's way in from a
+ * thread outside the arena; a worker that submits due arrivals (below)
+ * task_group::run()s them into its own deque, where the other worker can
+ * steal them.  Measured exactly like the others, reported as a ratio to
+ * the central queue; its stolen count is not known (0), and its
+ * "simulated" cell is the central queue's (no model of oneTBB's order).
+ *
  * Method: for every load and repetition one workload is drawn from a fixed
  * seed and replayed through every scheduler (common random numbers, in an
  * order that rotates with the repetition).  The first --warmup jobs of a
@@ -43,6 +53,9 @@
 
 #include "common.h"
 #include "routepool/routepool.h"
+#ifdef RP_BENCH_HAVE_TBB
+#include "peer_tbb.h"
+#endif
 
 #define ROUTEES 2u
 #define SHORT_US 1.0
@@ -56,7 +69,7 @@
 
 /* ---- schedulers ---- */
 
-enum variant { V_CENTRAL, V_RR, V_RR_STEAL, V_RANDOM, V_SM, V_SM_STEAL, V_COUNT };
+enum variant { V_CENTRAL, V_RR, V_RR_STEAL, V_RANDOM, V_SM, V_SM_STEAL, V_TBB, V_COUNT };
 
 static const struct {
     const char *key, *label;
@@ -67,6 +80,7 @@ static const struct {
     [V_RANDOM] = {"random", "random"},
     [V_SM] = {"sm", "smallest-mailbox"},
     [V_SM_STEAL] = {"sm-steal", "smallest-mailbox + steal"},
+    [V_TBB] = {"tbb", "oneTBB task_group (its stealing)"},
 };
 
 /* ---- per-run statistics ---- */
@@ -319,13 +333,38 @@ static void central_stop(central *c)
     pthread_mutex_destroy(&c->mu);
 }
 
-/* ---- one scheduler under test: the central queue or a routepool pool ---- */
+/* ---- one scheduler under test: the central queue, a routepool pool or
+ * oneTBB ---- */
 
 typedef struct sched {
     enum variant v;
     rp_pool *pool;
     central cq;
+#ifdef RP_BENCH_HAVE_TBB
+    peer_tbb *tbb;
+#endif
 } sched;
+
+#ifdef RP_BENCH_HAVE_TBB
+static void tbb_job(void *arg)
+{
+    tl_worker = peer_tbb_thread_index(); /* worker slots 0..ROUTEES-1: no reserved slot */
+    run_job(arg);
+}
+
+/* A two-worker arena, worker i pinned to CPU i as the routees (--no-pin: not). */
+static void tbb_start(sched *s, bool pin)
+{
+    int cpus[ROUTEES];
+
+    for (unsigned i = 0; i < ROUTEES; i++)
+        cpus[i] = bench_nth_cpu((int)i);
+    if (peer_tbb_create(&s->tbb, (int)ROUTEES, 0, pin ? cpus : NULL) != 0) {
+        fprintf(stderr, "rp-bench-sojourn: cannot create the oneTBB arena\n");
+        exit(1);
+    }
+}
+#endif
 
 static void die_rp(const char *what, int rc)
 {
@@ -349,6 +388,12 @@ static void sched_start(sched *s, const config *cfg, enum variant v, job **ring,
         }
         return;
     }
+#ifdef RP_BENCH_HAVE_TBB
+    if (v == V_TBB) {
+        tbb_start(s, pin);
+        return;
+    }
+#endif
     rp_pool_options_init(&o);
     o.name = "soj";
     o.routees = ROUTEES;
@@ -369,6 +414,15 @@ static void sched_submit(sched *s, job *j)
         central_submit(&s->cq, j);
         return;
     }
+#ifdef RP_BENCH_HAVE_TBB
+    if (s->v == V_TBB) {
+        if (peer_tbb_run(s->tbb, tbb_job, j) != 0) {
+            fprintf(stderr, "rp-bench-sojourn: oneTBB could not take a job\n");
+            exit(1);
+        }
+        return;
+    }
+#endif
     if ((rc = rp_pool_submit(s->pool, rp_job, j)) < 0)
         die_rp("rp_pool_submit", rc);
 }
@@ -384,6 +438,13 @@ static uint64_t sched_finish(sched *s)
         central_stop(&s->cq);
         return 0;
     }
+#ifdef RP_BENCH_HAVE_TBB
+    if (s->v == V_TBB) { /* the waiter runs no job: it waits outside the arena */
+        peer_tbb_wait(s->tbb);
+        peer_tbb_destroy(s->tbb);
+        return 0;
+    }
+#endif
     if ((rc = rp_pool_wait_idle(s->pool, -1)) < 0)
         die_rp("rp_pool_wait_idle", rc);
     for (size_t i = 0; i < rp_pool_size(s->pool); i++) {
@@ -860,7 +921,7 @@ static void simulate(double *st, enum variant v, const workload *w, const buffer
     size_t m = w->n - warm;
     double sum = 0;
 
-    if (v == V_CENTRAL)
+    if (v == V_CENTRAL || v == V_TBB) /* tbb: no model; the work-conserving ideal */
         sim_central(b->late, w); /* late[] is free between runs */
     else
         sim_pool(b->late, v, w, b, seed);
@@ -992,6 +1053,32 @@ static void print_sim_table(int li, const config *cfg)
     }
 }
 
+/* bench_csv_row()s of one load: per scheduler ("<key>@<load>") the sojourn
+ * statistics in us and their ratios to the central queue (median, min and
+ * max over the runs). */
+static void csv_load(int li, const config *cfg)
+{
+    static const char *const names[] = {"mean", "p50", "p99", "p99.9"};
+
+    for (int v = 0; v < V_COUNT; v++) {
+        char cas[64], metric[64];
+        if (!cfg->enabled[v])
+            continue;
+        snprintf(cas, sizeof cas, "%s@%.2f", variants[v].key, cfg->loads[li]);
+        for (int st = S_MEAN; st <= S_P999; st++) {
+            double x[MAX_REPS], lo, hi, med;
+            for (int r = 0; r < cfg->reps; r++)
+                x[r] = results[li][v][r][st];
+            bench_csv_samples("sojourn", cas, names[st], "us", x, (size_t)cfg->reps);
+            if (v == V_CENTRAL)
+                continue;
+            med = ratio_stat(li, (enum variant)v, cfg->reps, (enum stat)st, &lo, &hi);
+            snprintf(metric, sizeof metric, "%s ratio to central", names[st]);
+            bench_csv_row("sojourn", cas, metric, "x", med, lo, hi, cfg->reps);
+        }
+    }
+}
+
 static void print_load(int li, const config *cfg)
 {
     double load = cfg->loads[li], mg1, mg2;
@@ -1004,6 +1091,7 @@ static void print_load(int li, const config *cfg)
     print_ratio_table(li, cfg);
     print_detail_table(li, cfg);
     print_sim_table(li, cfg);
+    csv_load(li, cfg);
     fflush(stdout);
 }
 
@@ -1096,8 +1184,9 @@ static void usage(FILE *f)
         "  --reps N          runs per scheduler and load, 1..%d (default 9)\n"
         "  --quick           50000 jobs, 3 runs (~30 s)\n"
         "  --seed N          workload seed (default 1)\n"
-        "  --variants LIST   comma list of rr,rr-steal,random,sm,sm-steal (central\n"
-        "                    always runs; default all)\n"
+        "  --variants LIST   comma list of rr,rr-steal,random,sm,sm-steal,tbb (central\n"
+        "                    always runs; default all built in; tbb: oneTBB 2-worker\n"
+        "                    task_arena, when built with libtbb-dev)\n"
         "  --gen MODE        how arrivals are submitted (default idle):\n"
         "                    idle:  a SCHED_IDLE generator per CPU, sched_yield loop,\n"
         "                           and routees submit the due arrivals when a job ends\n"
@@ -1154,9 +1243,15 @@ static void parse_variants(config *cfg, const char *s)
         while (v < V_COUNT && strcmp(t, variants[v].key) != 0)
             v++;
         if (v == V_COUNT) {
-            fprintf(stderr, "--variants: unknown '%s' (rr, rr-steal, random, sm, sm-steal)\n", t);
+            fprintf(stderr, "--variants: unknown '%s' (rr, rr-steal, random, sm, sm-steal, tbb)\n", t);
             exit(2);
         }
+#ifndef RP_BENCH_HAVE_TBB
+        if (v == V_TBB) {
+            fprintf(stderr, "--variants: tbb is not built in (apt-get install libtbb-dev, reconfigure)\n");
+            exit(2);
+        }
+#endif
         cfg->enabled[v] = true;
     }
 }
@@ -1236,6 +1331,9 @@ static void parse_args(config *cfg, int argc, char **argv)
                     .max_foreign = 0.05, .retries = 3, .pin = true, .max_stall_us = 10000};
     for (int v = 0; v < V_COUNT; v++)
         cfg->enabled[v] = true;
+#ifndef RP_BENCH_HAVE_TBB
+    cfg->enabled[V_TBB] = false;
+#endif
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -1331,6 +1429,13 @@ static void preamble(const config *cfg, bench_machine *m, bench_calib *cal,
     printf("# routees:     %u, %s; stats are medians of %d runs; ratios are medians of "
            "per-run ratios to the central queue\n", ROUTEES,
            cfg->pin ? "worker i pinned to CPU i (pin_cpus)" : "not pinned", cfg->reps);
+#ifdef RP_BENCH_HAVE_TBB
+    printf("# tbb:         %s, task_arena of %u workers%s; arrivals: task_arena::enqueue("
+           "task_group::defer) from a generator, task_group::run from a worker\n",
+           peer_tbb_version(), ROUTEES, cfg->pin ? " pinned like the routees" : "");
+#else
+    printf("# tbb:         not built in (apt-get install libtbb-dev, reconfigure)\n");
+#endif
     printf("# central:     mutex-protected FIFO, workers woken by %s\n",
            cfg->central_wake == WAKE_SEM ? "a semaphore each (see --help)"
            : cfg->central_wake == WAKE_SIGNAL ? "pthread_cond_signal" : "pthread_cond_broadcast");

@@ -133,8 +133,10 @@ static int reserve(prod *p, peer_floor_kind kind, size_t n)
         return 0;
     }
     if (p->cap < n) {
+        /* aligned_alloc() wants a multiple of the alignment (nodes are 32 bytes). */
+        size_t bytes = (n * sizeof *p->nodes + 63) & ~(size_t)63;
         free(p->nodes);
-        if (!(p->nodes = aligned_alloc(64, n * sizeof *p->nodes)))
+        if (!(p->nodes = aligned_alloc(64, bytes)))
             return -1;
         p->cap = n;
     }

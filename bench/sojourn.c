@@ -24,6 +24,13 @@
  * steal them.  Measured exactly like the others, reported as a ratio to
  * the central queue; its stolen count is not known (0), and its
  * "simulated" cell is the central queue's (no model of oneTBB's order).
+ * Measured here: with the generators' SCHED_FIFO submit windows (below)
+ * tbb runs see jobs interrupted for ~50 ms - oneTBB's enqueue takes spin
+ * locks, a SCHED_FIFO generator spinning on one that a worker of its CPU
+ * holds starves that worker until RT throttling (950 ms of every 1 s) lets
+ * it run.  --tbb-submit other keeps the tbb generators at SCHED_OTHER while
+ * they submit, to show oneTBB without that inversion (its tail stays long:
+ * a worker runs its own deque newest-first).
  *
  * Method: for every load and repetition one workload is drawn from a fixed
  * seed and replayed through every scheduler (common random numbers, in an
@@ -131,6 +138,7 @@ typedef struct config {
     bool pin;           /* worker i (routee or central) pinned to CPU i */
     double max_stall_us; /* redo a run with a longer in-job interruption */
     int central_wake;   /* a central_wake */
+    bool tbb_other;     /* --tbb-submit other: tbb's generators submit under SCHED_OTHER */
 } config;
 
 /* One job record, a cache line each: two routees write neighbouring
@@ -211,6 +219,7 @@ static void rp_job(rp_job_ctx *ctx, void *arg)
 typedef enum central_wake { WAKE_SEM, WAKE_SIGNAL, WAKE_BROADCAST } central_wake;
 
 static const char *const wake_names[] = {"sem", "signal", "broadcast"};
+static const char *const tbb_submit_names[] = {"fifo", "other"};
 
 typedef struct central {
     pthread_mutex_t mu;
@@ -623,7 +632,7 @@ static void *generate(void *p)
     while ((i = atomic_load_explicit(&feed.next, memory_order_acquire)) < w->n) {
         int64_t now = bench_now_ns(), due = feed.t0 + w->offset[i];
         if (due <= now && cfg->gen == GEN_IDLE) {
-            set_policy(SCHED_FIFO);
+            set_policy(cfg->tbb_other && feed.s->v == V_TBB ? SCHED_OTHER : SCHED_FIFO);
             feed_pump(now, false);
             set_policy(SCHED_IDLE);
         } else if (due <= now)
@@ -1155,6 +1164,7 @@ static void write_json(const config *cfg, const bench_machine *mach,
             pp->one_way_ns);
     fprintf(f, "  \"jobs\": %zu, \"warmup\": %zu, \"reps\": %d, \"seed\": %llu,\n", cfg->jobs,
             cfg->warmup, cfg->reps, (unsigned long long)cfg->seed);
+    fprintf(f, "  \"tbb_submit_policy\": \"%s\",\n", cfg->tbb_other ? "other" : "fifo");
     fprintf(f, "  \"generator\": \"%s\", \"hooks\": %s, \"spin_us\": %lld,\n  \"cells\": [\n",
             gen_names[cfg->gen], cfg->hooks ? "true" : "false", (long long)(cfg->spin_ns / 1000));
     for (int li = 0; li < cfg->nloads; li++)
@@ -1199,6 +1209,11 @@ static void usage(FILE *f)
         "                    (the VM froze; default 10)\n"
         "  --retries N       at most N redos per run (default 3)\n"
         "  --no-pin          do not pin worker i (routee or central) to CPU i\n"
+        "  --tbb-submit P    policy of a --gen idle generator while it submits to tbb:\n"
+        "                    fifo (default, as for every scheduler) or other (SCHED_OTHER:\n"
+        "                    oneTBB's enqueue takes spin locks, and a SCHED_FIFO thread\n"
+        "                    spinning on one held by a worker of its CPU starves it until\n"
+        "                    RT throttling, ~50 ms; see the top of bench/sojourn.c)\n"
         "  --central-wake W  how the central queue wakes a worker: sem (default, a\n"
         "                    semaphore per worker), signal or broadcast (condvar)\n"
         "  --spin-us N       sleep when the next arrival is further away (default 50)\n"
@@ -1310,6 +1325,8 @@ static void parse_one(config *cfg, int argc, char **argv, int *i, bool *warm_set
         cfg->retries = (int)bench_parse_u64(a, opt_value(argc, argv, i), 0, 100);
     else if (!strcmp(a, "--central-wake"))
         cfg->central_wake = parse_name(a, opt_value(argc, argv, i), wake_names, 3);
+    else if (!strcmp(a, "--tbb-submit"))
+        cfg->tbb_other = parse_name(a, opt_value(argc, argv, i), tbb_submit_names, 2) == 1;
     else if (!strcmp(a, "--no-pin"))
         cfg->pin = false;
     else if (!strcmp(a, "--no-hooks"))
@@ -1431,8 +1448,9 @@ static void preamble(const config *cfg, bench_machine *m, bench_calib *cal,
            cfg->pin ? "worker i pinned to CPU i (pin_cpus)" : "not pinned", cfg->reps);
 #ifdef RP_BENCH_HAVE_TBB
     printf("# tbb:         %s, task_arena of %u workers%s; arrivals: task_arena::enqueue("
-           "task_group::defer) from a generator, task_group::run from a worker\n",
-           peer_tbb_version(), ROUTEES, cfg->pin ? " pinned like the routees" : "");
+           "task_group::defer) from a generator (submitting under SCHED_%s), task_group::run "
+           "from a worker\n", peer_tbb_version(), ROUTEES,
+           cfg->pin ? " pinned like the routees" : "", cfg->tbb_other ? "OTHER" : "FIFO");
 #else
     printf("# tbb:         not built in (apt-get install libtbb-dev, reconfigure)\n");
 #endif

@@ -15,6 +15,23 @@
  * give.  Per-routee FIFOs fed by round-robin or random are two M/G/1
  * queues instead (building-blocks.md, "Queueing anchors").
  *
+ * Peer (when built with oneTBB, bench/peer_tbb.cpp): "tbb", a task_arena
+ * of two worker threads (pinned like the routees) and oneTBB's own work
+ * stealing.  A generator hands each arrival to the arena with
+ * task_arena::enqueue(task_group::defer(job)) - oneTBB's way in from a
+ * thread outside the arena; a worker that submits due arrivals (below)
+ * task_group::run()s them into its own deque, where the other worker can
+ * steal them.  Measured exactly like the others, reported as a ratio to
+ * the central queue; its stolen count is not known (0), and its
+ * "simulated" cell is the central queue's (no model of oneTBB's order).
+ * Measured here: with the generators' SCHED_FIFO submit windows (below)
+ * tbb runs see jobs interrupted for ~50 ms - oneTBB's enqueue takes spin
+ * locks, a SCHED_FIFO generator spinning on one that a worker of its CPU
+ * holds starves that worker until RT throttling (950 ms of every 1 s) lets
+ * it run.  --tbb-submit other keeps the tbb generators at SCHED_OTHER while
+ * they submit, to show oneTBB without that inversion (its tail stays long:
+ * a worker runs its own deque newest-first).
+ *
  * Method: for every load and repetition one workload is drawn from a fixed
  * seed and replayed through every scheduler (common random numbers, in an
  * order that rotates with the repetition).  The first --warmup jobs of a
@@ -43,6 +60,9 @@
 
 #include "common.h"
 #include "routepool/routepool.h"
+#ifdef RP_BENCH_HAVE_TBB
+#include "peer_tbb.h"
+#endif
 
 #define ROUTEES 2u
 #define SHORT_US 1.0
@@ -56,7 +76,7 @@
 
 /* ---- schedulers ---- */
 
-enum variant { V_CENTRAL, V_RR, V_RR_STEAL, V_RANDOM, V_SM, V_SM_STEAL, V_COUNT };
+enum variant { V_CENTRAL, V_RR, V_RR_STEAL, V_RANDOM, V_SM, V_SM_STEAL, V_TBB, V_COUNT };
 
 static const struct {
     const char *key, *label;
@@ -67,6 +87,7 @@ static const struct {
     [V_RANDOM] = {"random", "random"},
     [V_SM] = {"sm", "smallest-mailbox"},
     [V_SM_STEAL] = {"sm-steal", "smallest-mailbox + steal"},
+    [V_TBB] = {"tbb", "oneTBB task_group (its stealing)"},
 };
 
 /* ---- per-run statistics ---- */
@@ -117,6 +138,7 @@ typedef struct config {
     bool pin;           /* worker i (routee or central) pinned to CPU i */
     double max_stall_us; /* redo a run with a longer in-job interruption */
     int central_wake;   /* a central_wake */
+    bool tbb_other;     /* --tbb-submit other: tbb's generators submit under SCHED_OTHER */
 } config;
 
 /* One job record, a cache line each: two routees write neighbouring
@@ -197,6 +219,7 @@ static void rp_job(rp_job_ctx *ctx, void *arg)
 typedef enum central_wake { WAKE_SEM, WAKE_SIGNAL, WAKE_BROADCAST } central_wake;
 
 static const char *const wake_names[] = {"sem", "signal", "broadcast"};
+static const char *const tbb_submit_names[] = {"fifo", "other"};
 
 typedef struct central {
     pthread_mutex_t mu;
@@ -319,13 +342,38 @@ static void central_stop(central *c)
     pthread_mutex_destroy(&c->mu);
 }
 
-/* ---- one scheduler under test: the central queue or a routepool pool ---- */
+/* ---- one scheduler under test: the central queue, a routepool pool or
+ * oneTBB ---- */
 
 typedef struct sched {
     enum variant v;
     rp_pool *pool;
     central cq;
+#ifdef RP_BENCH_HAVE_TBB
+    peer_tbb *tbb;
+#endif
 } sched;
+
+#ifdef RP_BENCH_HAVE_TBB
+static void tbb_job(void *arg)
+{
+    tl_worker = peer_tbb_thread_index(); /* worker slots 0..ROUTEES-1: no reserved slot */
+    run_job(arg);
+}
+
+/* A two-worker arena, worker i pinned to CPU i as the routees (--no-pin: not). */
+static void tbb_start(sched *s, bool pin)
+{
+    int cpus[ROUTEES];
+
+    for (unsigned i = 0; i < ROUTEES; i++)
+        cpus[i] = bench_nth_cpu((int)i);
+    if (peer_tbb_create(&s->tbb, (int)ROUTEES, 0, pin ? cpus : NULL) != 0) {
+        fprintf(stderr, "rp-bench-sojourn: cannot create the oneTBB arena\n");
+        exit(1);
+    }
+}
+#endif
 
 static void die_rp(const char *what, int rc)
 {
@@ -349,6 +397,12 @@ static void sched_start(sched *s, const config *cfg, enum variant v, job **ring,
         }
         return;
     }
+#ifdef RP_BENCH_HAVE_TBB
+    if (v == V_TBB) {
+        tbb_start(s, pin);
+        return;
+    }
+#endif
     rp_pool_options_init(&o);
     o.name = "soj";
     o.routees = ROUTEES;
@@ -369,6 +423,15 @@ static void sched_submit(sched *s, job *j)
         central_submit(&s->cq, j);
         return;
     }
+#ifdef RP_BENCH_HAVE_TBB
+    if (s->v == V_TBB) {
+        if (peer_tbb_run(s->tbb, tbb_job, j) != 0) {
+            fprintf(stderr, "rp-bench-sojourn: oneTBB could not take a job\n");
+            exit(1);
+        }
+        return;
+    }
+#endif
     if ((rc = rp_pool_submit(s->pool, rp_job, j)) < 0)
         die_rp("rp_pool_submit", rc);
 }
@@ -384,6 +447,13 @@ static uint64_t sched_finish(sched *s)
         central_stop(&s->cq);
         return 0;
     }
+#ifdef RP_BENCH_HAVE_TBB
+    if (s->v == V_TBB) { /* the waiter runs no job: it waits outside the arena */
+        peer_tbb_wait(s->tbb);
+        peer_tbb_destroy(s->tbb);
+        return 0;
+    }
+#endif
     if ((rc = rp_pool_wait_idle(s->pool, -1)) < 0)
         die_rp("rp_pool_wait_idle", rc);
     for (size_t i = 0; i < rp_pool_size(s->pool); i++) {
@@ -562,7 +632,7 @@ static void *generate(void *p)
     while ((i = atomic_load_explicit(&feed.next, memory_order_acquire)) < w->n) {
         int64_t now = bench_now_ns(), due = feed.t0 + w->offset[i];
         if (due <= now && cfg->gen == GEN_IDLE) {
-            set_policy(SCHED_FIFO);
+            set_policy(cfg->tbb_other && feed.s->v == V_TBB ? SCHED_OTHER : SCHED_FIFO);
             feed_pump(now, false);
             set_policy(SCHED_IDLE);
         } else if (due <= now)
@@ -860,7 +930,7 @@ static void simulate(double *st, enum variant v, const workload *w, const buffer
     size_t m = w->n - warm;
     double sum = 0;
 
-    if (v == V_CENTRAL)
+    if (v == V_CENTRAL || v == V_TBB) /* tbb: no model; the work-conserving ideal */
         sim_central(b->late, w); /* late[] is free between runs */
     else
         sim_pool(b->late, v, w, b, seed);
@@ -992,6 +1062,32 @@ static void print_sim_table(int li, const config *cfg)
     }
 }
 
+/* bench_csv_row()s of one load: per scheduler ("<key>@<load>") the sojourn
+ * statistics in us and their ratios to the central queue (median, min and
+ * max over the runs). */
+static void csv_load(int li, const config *cfg)
+{
+    static const char *const names[] = {"mean", "p50", "p99", "p99.9"};
+
+    for (int v = 0; v < V_COUNT; v++) {
+        char cas[64], metric[64];
+        if (!cfg->enabled[v])
+            continue;
+        snprintf(cas, sizeof cas, "%s@%.2f", variants[v].key, cfg->loads[li]);
+        for (int st = S_MEAN; st <= S_P999; st++) {
+            double x[MAX_REPS], lo, hi, med;
+            for (int r = 0; r < cfg->reps; r++)
+                x[r] = results[li][v][r][st];
+            bench_csv_samples("sojourn", cas, names[st], "us", x, (size_t)cfg->reps);
+            if (v == V_CENTRAL)
+                continue;
+            med = ratio_stat(li, (enum variant)v, cfg->reps, (enum stat)st, &lo, &hi);
+            snprintf(metric, sizeof metric, "%s ratio to central", names[st]);
+            bench_csv_row("sojourn", cas, metric, "x", med, lo, hi, cfg->reps);
+        }
+    }
+}
+
 static void print_load(int li, const config *cfg)
 {
     double load = cfg->loads[li], mg1, mg2;
@@ -1004,6 +1100,7 @@ static void print_load(int li, const config *cfg)
     print_ratio_table(li, cfg);
     print_detail_table(li, cfg);
     print_sim_table(li, cfg);
+    csv_load(li, cfg);
     fflush(stdout);
 }
 
@@ -1022,6 +1119,12 @@ static void print_verdict(const config *cfg)
                r <= TARGET_P99_RATIO ? "MET" : "NOT MET");
         if (r > TARGET_P99_RATIO)
             printf(" (%.0f%% above the target)", 100 * (r / TARGET_P99_RATIO - 1));
+        {
+            char cas[64], metric[64];
+            snprintf(cas, sizeof cas, "target: %s@%.2f", variants[V_SM_STEAL].key, cfg->loads[li]);
+            snprintf(metric, sizeof metric, "p99 ratio to central (target <= %.2f)", TARGET_P99_RATIO);
+            bench_csv_row("sojourn", cas, metric, "x", r, lo, hi, cfg->reps);
+        }
         printf("\n        the same policy with zero overhead (simulated): %.2fx\n",
                ratio_of(simulated, li, V_SM_STEAL, cfg->reps, S_P99, NULL, NULL));
     }
@@ -1067,6 +1170,7 @@ static void write_json(const config *cfg, const bench_machine *mach,
             pp->one_way_ns);
     fprintf(f, "  \"jobs\": %zu, \"warmup\": %zu, \"reps\": %d, \"seed\": %llu,\n", cfg->jobs,
             cfg->warmup, cfg->reps, (unsigned long long)cfg->seed);
+    fprintf(f, "  \"tbb_submit_policy\": \"%s\",\n", cfg->tbb_other ? "other" : "fifo");
     fprintf(f, "  \"generator\": \"%s\", \"hooks\": %s, \"spin_us\": %lld,\n  \"cells\": [\n",
             gen_names[cfg->gen], cfg->hooks ? "true" : "false", (long long)(cfg->spin_ns / 1000));
     for (int li = 0; li < cfg->nloads; li++)
@@ -1096,8 +1200,9 @@ static void usage(FILE *f)
         "  --reps N          runs per scheduler and load, 1..%d (default 9)\n"
         "  --quick           50000 jobs, 3 runs (~30 s)\n"
         "  --seed N          workload seed (default 1)\n"
-        "  --variants LIST   comma list of rr,rr-steal,random,sm,sm-steal (central\n"
-        "                    always runs; default all)\n"
+        "  --variants LIST   comma list of rr,rr-steal,random,sm,sm-steal,tbb (central\n"
+        "                    always runs; default all built in; tbb: oneTBB 2-worker\n"
+        "                    task_arena, when built with libtbb-dev)\n"
         "  --gen MODE        how arrivals are submitted (default idle):\n"
         "                    idle:  a SCHED_IDLE generator per CPU, sched_yield loop,\n"
         "                           and routees submit the due arrivals when a job ends\n"
@@ -1110,6 +1215,11 @@ static void usage(FILE *f)
         "                    (the VM froze; default 10)\n"
         "  --retries N       at most N redos per run (default 3)\n"
         "  --no-pin          do not pin worker i (routee or central) to CPU i\n"
+        "  --tbb-submit P    policy of a --gen idle generator while it submits to tbb:\n"
+        "                    fifo (default, as for every scheduler) or other (SCHED_OTHER:\n"
+        "                    oneTBB's enqueue takes spin locks, and a SCHED_FIFO thread\n"
+        "                    spinning on one held by a worker of its CPU starves it until\n"
+        "                    RT throttling, ~50 ms; see the top of bench/sojourn.c)\n"
         "  --central-wake W  how the central queue wakes a worker: sem (default, a\n"
         "                    semaphore per worker), signal or broadcast (condvar)\n"
         "  --spin-us N       sleep when the next arrival is further away (default 50)\n"
@@ -1154,9 +1264,15 @@ static void parse_variants(config *cfg, const char *s)
         while (v < V_COUNT && strcmp(t, variants[v].key) != 0)
             v++;
         if (v == V_COUNT) {
-            fprintf(stderr, "--variants: unknown '%s' (rr, rr-steal, random, sm, sm-steal)\n", t);
+            fprintf(stderr, "--variants: unknown '%s' (rr, rr-steal, random, sm, sm-steal, tbb)\n", t);
             exit(2);
         }
+#ifndef RP_BENCH_HAVE_TBB
+        if (v == V_TBB) {
+            fprintf(stderr, "--variants: tbb is not built in (apt-get install libtbb-dev, reconfigure)\n");
+            exit(2);
+        }
+#endif
         cfg->enabled[v] = true;
     }
 }
@@ -1215,6 +1331,8 @@ static void parse_one(config *cfg, int argc, char **argv, int *i, bool *warm_set
         cfg->retries = (int)bench_parse_u64(a, opt_value(argc, argv, i), 0, 100);
     else if (!strcmp(a, "--central-wake"))
         cfg->central_wake = parse_name(a, opt_value(argc, argv, i), wake_names, 3);
+    else if (!strcmp(a, "--tbb-submit"))
+        cfg->tbb_other = parse_name(a, opt_value(argc, argv, i), tbb_submit_names, 2) == 1;
     else if (!strcmp(a, "--no-pin"))
         cfg->pin = false;
     else if (!strcmp(a, "--no-hooks"))
@@ -1236,6 +1354,9 @@ static void parse_args(config *cfg, int argc, char **argv)
                     .max_foreign = 0.05, .retries = 3, .pin = true, .max_stall_us = 10000};
     for (int v = 0; v < V_COUNT; v++)
         cfg->enabled[v] = true;
+#ifndef RP_BENCH_HAVE_TBB
+    cfg->enabled[V_TBB] = false;
+#endif
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -1331,6 +1452,14 @@ static void preamble(const config *cfg, bench_machine *m, bench_calib *cal,
     printf("# routees:     %u, %s; stats are medians of %d runs; ratios are medians of "
            "per-run ratios to the central queue\n", ROUTEES,
            cfg->pin ? "worker i pinned to CPU i (pin_cpus)" : "not pinned", cfg->reps);
+#ifdef RP_BENCH_HAVE_TBB
+    printf("# tbb:         %s, task_arena of %u workers%s; arrivals: task_arena::enqueue("
+           "task_group::defer) from a generator (submitting under SCHED_%s), task_group::run "
+           "from a worker\n", peer_tbb_version(), ROUTEES,
+           cfg->pin ? " pinned like the routees" : "", cfg->tbb_other ? "OTHER" : "FIFO");
+#else
+    printf("# tbb:         not built in (apt-get install libtbb-dev, reconfigure)\n");
+#endif
     printf("# central:     mutex-protected FIFO, workers woken by %s\n",
            cfg->central_wake == WAKE_SEM ? "a semaphore each (see --help)"
            : cfg->central_wake == WAKE_SIGNAL ? "pthread_cond_signal" : "pthread_cond_broadcast");

@@ -120,17 +120,23 @@ static void parse_runs(real_cell *c, const char *runs, const char *end)
     }
 }
 
-/* One cell, s at its {"load": and end at the next one (or the end). */
-static bool parse_cell(real_cell *c, const char *s, const char *end)
+/* One cell, s at its {"load": and end at the next one (or the end).
+ * *skip: a scheduler the simulator does not model (the oneTBB peer). */
+static bool parse_cell(real_cell *c, const char *s, const char *end, bool *skip)
 {
     const char *med = strstr(s, "\"median\":"), *sim = strstr(s, "\"simulated_median\":");
     const char *runs = strstr(s, "\"runs\":"), *sched = strstr(s, "\"scheduler\":");
     char key[32];
     int r;
 
+    *skip = false;
     if (!med || !sim || !runs || !sched || runs > end || !num_after(s, end, "load", &c->load) ||
-        sscanf(sched, "\"scheduler\": \"%31[^\"]\"", key) != 1 || (r = router_of(key)) < 0)
+        sscanf(sched, "\"scheduler\": \"%31[^\"]\"", key) != 1)
         return false;
+    if ((r = router_of(key)) < 0) {
+        *skip = !strcmp(key, "tbb");
+        return *skip;
+    }
     c->router = (sim_router)r;
     if (!num_after(med, sim, "mean_us", &c->mean) || !num_after(med, sim, "p99_us", &c->p99) ||
         !num_after(med, sim, "service_us", &c->service) ||
@@ -172,11 +178,13 @@ static int parse_file(real_file *f, const char *text, const char *path)
     while ((p = strstr(p, "{\"load\":")) && f->ncells < V_MAX_CELLS) {
         const char *next = strstr(p + 1, "{\"load\":");
         const char *end = next ? next : p + strlen(p);
-        if (!parse_cell(&f->cells[f->ncells], p, end)) {
+        bool skip;
+        if (!parse_cell(&f->cells[f->ncells], p, end, &skip)) {
             fprintf(stderr, "rp-bench-sim: %s: cannot read cell %d\n", path, f->ncells + 1);
             return -1;
         }
-        add_load(f, f->cells[f->ncells++].load);
+        if (!skip)
+            add_load(f, f->cells[f->ncells++].load);
         p = end;
     }
     if (f->ncells == 0) {

@@ -515,9 +515,13 @@ static bool spin_found(rp_routee *r, unsigned i)
  * rp_pool_options.idle_spin_us).  True when there may be work.  Producers
  * see a spinning routee as awake: they pay no system call, and no thief
  * is woken for it (it is not in idle_bits); it finds stealable work by
- * itself.  The window adapts: halved after a spin that found nothing,
- * doubled after one that found work.  At most max_spinners spin at once.
+ * itself.  The window adapts: halved after SPIN_FAILS_TO_SHRINK spins in
+ * a row that found nothing (the end of a burst is one such spin, and must
+ * not shrink it), down to 1/16; doubled after one that found work.  At
+ * most max_spinners spin at once.
  */
+#define SPIN_FAILS_TO_SHRINK 4
+
 static bool spin_for_work(rp_routee *r)
 {
     rp_pool *pool = r->pool;
@@ -547,10 +551,13 @@ static bool spin_for_work(rp_routee *r)
             break;
     }
     atomic_fetch_sub_explicit(&pool->spinners, 1, memory_order_relaxed);
-    if (found)
+    if (found) {
         r->spin_ns = r->spin_ns * 2 > pool->spin_ns ? pool->spin_ns : r->spin_ns * 2;
-    else if (r->spin_ns > pool->spin_ns / 16)
+        r->spin_fails = 0;
+    } else if (++r->spin_fails >= SPIN_FAILS_TO_SHRINK && r->spin_ns > pool->spin_ns / 16) {
         r->spin_ns /= 2;
+        r->spin_fails = 0;
+    }
     return found;
 }
 

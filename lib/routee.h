@@ -48,6 +48,7 @@ struct rp_routee {
     rp__job *stolen[RP__STEAL_MAX];
     unsigned stolen_next, stolen_count;
     int64_t spin_ns; /* owner-only: this routee's adaptive spin window */
+    unsigned spin_fails; /* owner-only: fruitless spins in a row */
     rp__mailbox mb;
 };
 

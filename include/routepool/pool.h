@@ -126,9 +126,9 @@ typedef struct rp_pool_options {
      *  on) before it sleeps on its futex.  Waking a sleeping thread costs
      *  the producer a system call and the job tens of microseconds; a short
      *  spin lets a routee pick up the next job of a steady stream for
-     *  neither.  The window adapts per routee: it halves after each spin
-     *  that found nothing (down to 1/16) and doubles after one that found
-     *  work, and at most half the routees (at least one) spin at a time,
+     *  neither.  The window adapts per routee: it halves after 4 spins in
+     *  a row that found nothing (down to 1/16) and doubles after one that
+     *  found work, and at most half the routees (at least one) spin at a time,
      *  so an idle pool sleeps and a loaded machine keeps its CPUs.
      *  0 disables spinning.  Default RP_IDLE_SPIN_US_DEFAULT; at most
      *  RP_IDLE_SPIN_US_MAX. */

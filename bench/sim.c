@@ -106,7 +106,11 @@ static void usage(FILE *f)
         "                    together: rp-bench-sojourn's FUTEX_WAKE probe on this VM,\n"
         "                    22.7 us p50, 31.9 us p99\n"
         "  --spin-ns N       an idle routee polls this long before sleeping and takes\n"
-        "                    work without a wake-up meanwhile (default 0, as the pool)\n"
+        "                    work without a wake-up meanwhile; at most max(1, k/2)\n"
+        "                    spin at once (default 50000: the pool's idle_spin_us)\n"
+        "  --steal-older 0|1 what-if: with stealing, a routee with work of its own first\n"
+        "                    takes a running routee's older job (default 0: the pool\n"
+        "                    does not; docs/design.md, \"Open work\")\n"
         "  --steal-ns N      time a thief spends on a steal (default 500; an estimate:\n"
         "                    a scan of the routees' cache lines and a lane CAS)\n"
         "  --slowdown X      job cost multiplier, 0.5..3 (default 1.0)\n"
@@ -225,6 +229,8 @@ static bool parse_model_opt(sim_model *m, const char *a, const char *v)
         m->wake_tail_ns = (int64_t)bench_parse_u64(a, v, 0, 100000000);
     else if (!strcmp(a, "--spin-ns"))
         m->spin_ns = (int64_t)bench_parse_u64(a, v, 0, 100000000);
+    else if (!strcmp(a, "--steal-older"))
+        m->steal_older = bench_parse_u64(a, v, 0, 1) != 0;
     else if (!strcmp(a, "--steal-ns"))
         m->steal_ns = (int64_t)bench_parse_u64(a, v, 0, 10000000);
     else if (!strcmp(a, "--central-dispatch-ns"))

@@ -41,11 +41,14 @@ typedef struct sim_model {
     int64_t dispatch_ns;   /* routee CPU per job outside the job itself */
     int64_t wake_ns;       /* a sleeping routee runs this long after it is signalled... */
     int64_t wake_tail_ns;  /* ...plus an exponential extra of this mean */
-    int64_t spin_ns;       /* an idle routee polls this long before sleeping (pool: 0) */
+    int64_t spin_ns;       /* an idle routee polls this long before sleeping (pool:
+                            * idle_spin_us, 50 us; at most max(1, k/2) at once) */
     int64_t steal_ns;      /* a thief spends this before running a stolen job */
     double slowdown;       /* job cost multiplier (1: the nominal cost) */
     bool central_overhead; /* the central queue's idle workers pay the wake-up too */
     int64_t central_dispatch_ns; /* ...and its workers this much per job */
+    bool steal_older;      /* what-if, off in the pool: with stealing, oldest
+                            * first across routees (docs/design.md) */
 } sim_model;
 
 /** One cell: k routees, one load, one router. */

@@ -11,8 +11,10 @@
  *
  * Worker loop (lib/pool.c routee_main): a routee that finishes a job, wakes
  * up or is woken to steal takes, in this order, its stolen batch, its own
- * queue, or a steal; if nothing is found it polls for spin_ns (the pool
- * does not: 0) and then sleeps.  A sleeping routee that is signalled runs
+ * queue, or a steal (with --steal-older 1, a what-if the pool does not
+ * implement: first a running routee's oldest job when that is older than
+ * its own oldest, one victim per job in rotation); if nothing is found it polls for spin_ns (the pool's
+ * idle_spin_us; the default model leaves it 0) and then sleeps.  A sleeping routee that is signalled runs
  * wake latency later.  Stealing: the victim is the deepest other routee
  * that is busy or holds more than one job and has a stealable job, first in
  * scan order from the thief's index + 1; the thief takes half its depth
@@ -21,9 +23,7 @@
  * wake_thief(): a job queued behind a busy routee (or behind another job)
  * claims the lowest sleeping routee's idle bit unless a claimed thief is
  * still searching (the pool's `searching` counter); a thief that leaves
- * backlog hands the search on only when it was not itself counted as
- * searching - the pool does exactly that, since it stops searching only
- * after next_job() returns.
+ * backlog stops counting as searching and hands the search on.
  *
  * Invariants: every routee has at most one valid pending event (its seq is
  * the routee's evseq; a spin end cancelled by new work stays in the heap,
@@ -149,6 +149,7 @@ typedef struct sroutee {
     bool searching;        /* counted in sim.searching (pool.c) */
     uint64_t evseq;        /* seq of its one valid pending event */
     int64_t prev_done;     /* end of its previous job (dispatch delay) */
+    unsigned older_victim; /* steal_older()'s rotation */
 } sroutee;
 
 typedef struct ev {
@@ -441,8 +442,31 @@ static bool steal(sim *s, unsigned me, sjob *out, int64_t t)
         x->batch[i] = fifo_pop(&v->q);
     s->queued -= got;
     s->stolen += got;
+    stop_searching(s, x); /* before the hand-off, as pool.c does */
     if (worth_stealing(v))
-        wake_thief(s, t); /* a no-op while this thief counts as searching */
+        wake_thief(s, t);
+    return true;
+}
+
+/* steal_older(): with jobs of its own, take a running routee's oldest
+ * stealable job when it is older than our oldest (one victim per job, in
+ * rotation). */
+static bool steal_older(sim *s, unsigned me, sjob *out)
+{
+    sroutee *x = &s->r[me], *v;
+
+    if (s->k < 2 || !x->q.n)
+        return false;
+    if (++x->older_victim >= s->k)
+        x->older_victim = 0;
+    if (x->older_victim == me && ++x->older_victim >= s->k)
+        x->older_victim = 0;
+    v = &s->r[x->older_victim];
+    if (v == x || !v->busy || !v->q.n || v->q.v[v->q.head].arr >= x->q.v[x->q.head].arr)
+        return false;
+    *out = fifo_pop(&v->q);
+    s->queued--;
+    s->stolen++;
     return true;
 }
 
@@ -456,6 +480,8 @@ static bool next_job(sim *s, unsigned me, sjob *out, bool *stolen, int64_t t)
         *out = x->batch[x->bh++];
         return true;
     }
+    if (s->steal && s->m->steal_older && (*stolen = steal_older(s, me, out)))
+        return true;
     if (x->q.n) {
         *out = fifo_pop(&x->q);
         s->queued--;
@@ -496,7 +522,8 @@ static void go_idle(sim *s, unsigned me, int64_t t, bool may_spin)
 {
     sroutee *x = &s->r[me];
 
-    if (may_spin && s->m->spin_ns > 0) {
+    /* At most max(1, k/2) routees spin at once, as in the pool. */
+    if (may_spin && s->m->spin_ns > 0 && s->nspin < (s->k / 2 ? s->k / 2 : 1)) {
         x->state = ST_SPIN;
         s->nspin++;
         heap_push(s, t + s->m->spin_ns, (int)me);
@@ -804,15 +831,16 @@ static int run_central(sim_result *out, const sim_cell *c, const sim_model *m)
 void sim_model_defaults(sim_model *m)
 {
     *m = (sim_model){.dispatch_ns = 200, .wake_ns = 21000, .wake_tail_ns = 2400,
-                     .spin_ns = 0, .steal_ns = 500, .slowdown = 1.0,
-                     .central_overhead = false};
+                     .spin_ns = 50000, .steal_ns = 500, .slowdown = 1.0,
+                     .central_overhead = false, .steal_older = false};
 }
 
 void sim_model_bench_profile(sim_model *m)
 {
     *m = (sim_model){.dispatch_ns = 450, .wake_ns = 1700, .wake_tail_ns = 3300,
-                     .spin_ns = 0, .steal_ns = 500, .slowdown = 1.0,
-                     .central_overhead = true, .central_dispatch_ns = 0};
+                     .spin_ns = 50000, .steal_ns = 500, .slowdown = 1.0,
+                     .central_overhead = true, .central_dispatch_ns = 0,
+                     .steal_older = false};
 }
 
 int sim_run_cell(sim_result *out, const sim_cell *c, const sim_model *m)

@@ -232,7 +232,7 @@ static int64_t last_end(int nsub)
 {
     int64_t end = g_crew.end[0];
 
-    for (int k = 1; k < nsub; k++)
+    for (int k = 1; k < nsub && k < MAX_SUB; k++)
         end = g_crew.end[k] > end ? g_crew.end[k] : end;
     return end;
 }

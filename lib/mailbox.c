@@ -48,6 +48,7 @@ int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,
     mb->handback = handback;
     mb->owner = owner;
     mb->index = index;
+    mb->metrics = false;
     atomic_init(&mb->expired, 0);
     rp__event_init(&mb->ev);
     rp__freelist_init(&mb->jobs, arena, sizeof(rp__job), RP_CACHELINE,

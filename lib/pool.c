@@ -310,7 +310,7 @@ void rp__pool_stealable_queued(rp_pool *pool, rp_routee *target)
 {
     if (!pool->steal)
         return;
-    if (!atomic_load_explicit(&target->busy, memory_order_relaxed) &&
+    if (!atomic_load_explicit(&target->running, memory_order_seq_cst) &&
         rp__mailbox_depth(&target->mb) <= 1)
         return; /* the target itself is about to run it */
     if (any_idle(pool))
@@ -325,6 +325,23 @@ static void stop_searching(rp_pool *pool, bool *searching)
 }
 
 /*
+ * Running flag, stored on change only.  Becoming running with stealable
+ * jobs still queued behind us wakes a sleeping thief: a producer that
+ * queued one while we were between taking a job and running it saw us not
+ * running and woke nobody (Dekker: we store running and then load
+ * idle_bits; a thief sets its idle bit and then reads running).
+ */
+static void set_running(rp_routee *r, bool *running, bool now)
+{
+    if (*running == now)
+        return;
+    *running = now;
+    atomic_store_explicit(&r->running, now, memory_order_seq_cst);
+    if (now && r->pool->steal && rp__mailbox_has_stealable(&r->mb) && any_idle(r->pool))
+        wake_thief(r->pool);
+}
+
+/*
  * Whether a thief may take v's stealable work: only work that waits - v
  * is running a job, or holds more than the one job it is about to take.
  * An idle routee with one queued job has been signalled and will run it
@@ -334,7 +351,7 @@ static void stop_searching(rp_pool *pool, bool *searching)
 static bool worth_stealing(rp_routee *v)
 {
     return rp__mailbox_has_stealable(&v->mb) &&
-           (atomic_load_explicit(&v->busy, memory_order_seq_cst) ||
+           (atomic_load_explicit(&v->running, memory_order_seq_cst) ||
             rp__mailbox_depth(&v->mb) > 1);
 }
 
@@ -360,6 +377,18 @@ static rp_routee *pick_victim(rp_routee *r, int64_t *depth)
     return victim;
 }
 
+/* Counters, probe and trace event of a steal of got jobs from victim. */
+static void count_steal(rp_routee *r, rp_routee *victim, unsigned got)
+{
+    owner_add(&r->stole, got);
+    RP_PROBE4(steal, r->pool->name, r->index, victim->index, got);
+    if (RP_UNLIKELY(atomic_load_explicit(&r->pool->trace_sample, memory_order_acquire)) &&
+        atomic_load_explicit(&r->pool->trace_steals, memory_order_relaxed) && r->pool->rings) {
+        rp__trace_event ev = {rp__now_ns(), 0, 0, RP__EV_STEAL, victim->index, got};
+        rp__trace_push(r->pool->rings[r->index], &ev);
+    }
+}
+
 /* Steal a batch; run the first, keep the rest (counted in our depth).
  * *searching: whether this routee was woken to steal (pool->searching
  * counts it); cleared here, before handing the search on, or wake_thief()
@@ -376,13 +405,7 @@ static rp__job *steal(rp_routee *r, bool *searching)
     want = depth / 2 < 1 ? 1 : depth / 2 > RP__STEAL_MAX ? RP__STEAL_MAX : (unsigned)(depth / 2);
     if (!(got = rp__mailbox_steal(&victim->mb, batch, want)))
         return NULL;
-    owner_add(&r->stole, got);
-    RP_PROBE4(steal, r->pool->name, r->index, victim->index, got);
-    if (RP_UNLIKELY(atomic_load_explicit(&r->pool->trace_sample, memory_order_acquire)) &&
-        atomic_load_explicit(&r->pool->trace_steals, memory_order_relaxed) && r->pool->rings) {
-        rp__trace_event ev = {rp__now_ns(), 0, 0, RP__EV_STEAL, victim->index, got};
-        rp__trace_push(r->pool->rings[r->index], &ev);
-    }
+    count_steal(r, victim, got);
     if (got > 1) {
         atomic_fetch_add_explicit(&r->mb.depth, got - 1, memory_order_seq_cst);
         for (unsigned i = 1; i < got; i++)
@@ -621,7 +644,7 @@ static void set_busy(rp_routee *r, bool *busy, bool now)
 static void *routee_main(void *p)
 {
     rp_routee *r = p;
-    bool busy = false, searching = false;
+    bool busy = false, running = false, searching = false;
 
     current_routee = r;
     atomic_store_explicit(&r->tid, rp__tid(), memory_order_release);
@@ -641,9 +664,11 @@ static void *routee_main(void *p)
         set_busy(r, &busy, true);
         if ((job = next_job(r, &searching)) != NULL) {
             stop_searching(r->pool, &searching);
+            set_running(r, &running, true);
             run_job(r, job);
             continue;
         }
+        set_running(r, &running, false);
         set_busy(r, &busy, false);
         stop_searching(r->pool, &searching);
         if (closed && rp__mailbox_depth(&r->mb) == 0)
@@ -652,6 +677,7 @@ static void *routee_main(void *p)
             idle_sleep(r, &searching);
     }
     stop_searching(r->pool, &searching);
+    set_running(r, &running, false);
     set_busy(r, &busy, false);
     atomic_thread_fence(memory_order_seq_cst);
     notify_idle(r->pool);
@@ -676,6 +702,7 @@ static int init_routees(rp_pool *pool, const rp_pool_options *o)
         snprintf(id, sizeof id, "%s/%u", pool->name, i);
         r->ident = XXH3_64bits(id, strlen(id));
         atomic_init(&r->busy, 0);
+        atomic_init(&r->running, 0);
         atomic_init(&r->run, 0);
         atomic_init(&r->stole, 0);
         atomic_init(&r->sleeps, 0);

@@ -28,6 +28,10 @@ struct rp_routee {
     _Atomic bool foreign_stopped;
     /* Written by the owner around every job; read by routers. */
     RP_ALIGNED _Atomic int busy;
+    /* Set once the routee has taken a job and runs it (busy is set before
+     * the take, for the smallest-mailbox score): what thieves read, so a
+     * job the routee is about to take is not stolen from under it. */
+    _Atomic int running;
     _Atomic uint64_t run; /* owner-only writes */
     _Atomic uint64_t stole; /* owner-only writes */
     _Atomic uint64_t sleeps; /* owner-only writes */

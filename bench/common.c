@@ -500,3 +500,39 @@ void bench_csv_samples(const char *bench, const char *cas, const char *metric, c
 
     bench_csv_row(bench, cas, metric, unit, med, n ? v[0] : 0, n ? v[n - 1] : 0, (int)n);
 }
+
+void bench_gate_init(bench_gate *g)
+{
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    g->open = false;
+}
+
+void bench_gate_destroy(bench_gate *g)
+{
+    pthread_cond_destroy(&g->cv);
+    pthread_mutex_destroy(&g->mu);
+}
+
+void bench_gate_close(bench_gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    g->open = false;
+    pthread_mutex_unlock(&g->mu);
+}
+
+void bench_gate_open(bench_gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    g->open = true;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+void bench_gate_pass(bench_gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    while (!g->open)
+        pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+}

@@ -13,6 +13,7 @@
 #ifndef RP_BENCH_COMMON_H
 #define RP_BENCH_COMMON_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -185,6 +186,22 @@ void bench_csv_row(const char *bench, const char *cas, const char *metric, const
 /** bench_csv_row() of n samples (sorted in place): median, min, max. */
 void bench_csv_samples(const char *bench, const char *cas, const char *metric, const char *unit,
                        double *v, size_t n);
+
+/** A gate that blocks the jobs passing it until it opens (the benchmarks
+ *  hold routees busy with it).  Closed after bench_gate_init(). */
+typedef struct bench_gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool open;
+} bench_gate;
+
+void bench_gate_init(bench_gate *g);
+void bench_gate_destroy(bench_gate *g);
+/** Close it again (jobs that pass from now on block). */
+void bench_gate_close(bench_gate *g);
+void bench_gate_open(bench_gate *g);
+/** Block until g opens (call it from a job). */
+void bench_gate_pass(bench_gate *g);
 
 /** Parse a non-negative integer option value; exits with status 2 on error. */
 uint64_t bench_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max);

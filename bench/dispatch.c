@@ -82,13 +82,6 @@ typedef struct config {
     uint64_t callgrind_d; /* > 0: callgrind mode, D decisions per cell */
 } config;
 
-/* A gate that blocks every routee running gate_job() until opened. */
-typedef struct gate {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool open;
-} gate;
-
 /* One pool under test and the results for its size. */
 typedef struct bench {
     unsigned n;
@@ -97,7 +90,7 @@ typedef struct bench {
     size_t *out;
     unsigned *weights;
     uint64_t keys[NKEYS];
-    gate g;
+    bench_gate g; /* blocks every routee running gate_job() until opened */
     _Atomic uint64_t ran;   /* counted jobs that ran */
     uint64_t queued;        /* counted jobs queued */
     uint64_t next_index;    /* message index of the next pick */
@@ -136,13 +129,8 @@ static void die_rp(const char *call)
 
 static void gate_job(rp_job_ctx *ctx, void *arg)
 {
-    gate *g = arg;
-
     (void)ctx;
-    pthread_mutex_lock(&g->mu);
-    while (!g->open)
-        pthread_cond_wait(&g->cv, &g->mu);
-    pthread_mutex_unlock(&g->mu);
+    bench_gate_pass(arg);
 }
 
 static void count_job(rp_job_ctx *ctx, void *arg)
@@ -181,9 +169,7 @@ static void wait_state(const bench *b, int state)
 
 static void saturate(bench *b)
 {
-    pthread_mutex_lock(&b->g.mu);
-    b->g.open = false;
-    pthread_mutex_unlock(&b->g.mu);
+    bench_gate_close(&b->g);
     for (unsigned i = 0; i < b->n; i++) {
         if (rp_routee_tell(b->routees[i], gate_job, &b->g) < 0 ||
             rp_routee_tell(b->routees[i], count_job, &b->ran) < 0)
@@ -203,10 +189,7 @@ static void drain(bench *b)
 {
     uint64_t ran;
 
-    pthread_mutex_lock(&b->g.mu);
-    b->g.open = true;
-    pthread_cond_broadcast(&b->g.cv);
-    pthread_mutex_unlock(&b->g.mu);
+    bench_gate_open(&b->g);
     if (rp_pool_wait_idle(b->pool, 60000) < 0)
         die_rp("rp_pool_wait_idle");
     ran = atomic_load_explicit(&b->ran, memory_order_acquire);
@@ -223,8 +206,7 @@ static void bench_open(bench *b, unsigned n)
 
     memset(b, 0, sizeof *b);
     b->n = n;
-    pthread_mutex_init(&b->g.mu, NULL);
-    pthread_cond_init(&b->g.cv, NULL);
+    bench_gate_init(&b->g);
     rp_pool_options_init(&o);
     o.name = "disp";
     o.routees = n;
@@ -247,8 +229,7 @@ static void bench_open(bench *b, unsigned n)
 static void bench_close(bench *b)
 {
     rp_pool_destroy(b->pool);
-    pthread_mutex_destroy(&b->g.mu);
-    pthread_cond_destroy(&b->g.cv);
+    bench_gate_destroy(&b->g);
     free(b->routees);
     free(b->out);
     free(b->weights);

@@ -58,12 +58,6 @@ typedef struct config {
     bool do_queued, do_allocs, do_idle;
 } config;
 
-typedef struct gate {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool open;
-} gate;
-
 static int failures;
 
 static void die_rp(const char *call)
@@ -74,13 +68,8 @@ static void die_rp(const char *call)
 
 static void gate_job(rp_job_ctx *ctx, void *arg)
 {
-    gate *g = arg;
-
     (void)ctx;
-    pthread_mutex_lock(&g->mu);
-    while (!g->open)
-        pthread_cond_wait(&g->cv, &g->mu);
-    pthread_mutex_unlock(&g->mu);
+    bench_gate_pass(arg);
 }
 
 static void count_job(rp_job_ctx *ctx, void *arg)
@@ -167,14 +156,6 @@ static int64_t nmalloc_total(void)
 
 /* ---- 1. bytes per queued job ---- */
 
-static void open_gate(gate *g)
-{
-    pthread_mutex_lock(&g->mu);
-    g->open = true;
-    pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
-}
-
 static void row(const char *cas, const char *metric, const char *unit, double v)
 {
     bench_csv_row(BENCH, cas, metric, unit, v, v, v, 1);
@@ -212,12 +193,13 @@ static void queued_report(uint64_t n, const double *rss, const double *arena, do
 
 static void bench_queued(uint64_t n)
 {
-    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+    bench_gate g;
     _Atomic uint64_t ran = 0;
     rp_pool *pool = make_pool(1, "memq", rp_strategy_round_robin());
     double rss[4], arena[4];
     int64_t t0;
 
+    bench_gate_init(&g);
     if (rp_pool_submit(pool, gate_job, &g) < 0)
         die_rp("rp_pool_submit");
     while (!rp_routee_busy(rp_pool_routee(pool, 0)))
@@ -231,7 +213,7 @@ static void bench_queued(uint64_t n)
     t0 = bench_now_ns() - t0;
     rss[1] = rss_bytes();
     arena[1] = arena_bytes(pool);
-    open_gate(&g);
+    bench_gate_open(&g);
     if (rp_pool_wait_idle(pool, -1) < 0)
         die_rp("rp_pool_wait_idle");
     if (atomic_load_explicit(&ran, memory_order_relaxed) != n) {
@@ -242,6 +224,7 @@ static void bench_queued(uint64_t n)
     rss[2] = rss_bytes();
     arena[2] = arena_bytes(pool);
     rp_pool_destroy(pool);
+    bench_gate_destroy(&g);
     rss[3] = rss_bytes();
     printf("# %llu of %llu queued jobs ran (exact)\n", (unsigned long long)n,
            (unsigned long long)n);

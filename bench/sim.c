@@ -108,6 +108,9 @@ static void usage(FILE *f)
         "  --spin-ns N       an idle routee polls this long before sleeping and takes\n"
         "                    work without a wake-up meanwhile; at most max(1, k/2)\n"
         "                    spin at once (default 50000: the pool's idle_spin_us)\n"
+        "  --victim deepest|two  how a thief picks its victim: the deepest routee\n"
+        "                    worth stealing from, a scan of all (default, as the pool)\n"
+        "                    or the deeper of two random ones (a what-if)\n"
         "  --steal-older 0|1 what-if: with stealing, a routee with work of its own first\n"
         "                    takes a running routee's older job (default 0: the pool\n"
         "                    does not; docs/design.md, \"Open work\")\n"
@@ -229,7 +232,11 @@ static bool parse_model_opt(sim_model *m, const char *a, const char *v)
         m->wake_tail_ns = (int64_t)bench_parse_u64(a, v, 0, 100000000);
     else if (!strcmp(a, "--spin-ns"))
         m->spin_ns = (int64_t)bench_parse_u64(a, v, 0, 100000000);
-    else if (!strcmp(a, "--steal-older"))
+    else if (!strcmp(a, "--victim")) {
+        if (!v || (strcmp(v, "deepest") && strcmp(v, "two")))
+            bad(a, v, "deepest or two");
+        m->victim_two = !strcmp(v, "two");
+    } else if (!strcmp(a, "--steal-older"))
         m->steal_older = bench_parse_u64(a, v, 0, 1) != 0;
     else if (!strcmp(a, "--steal-ns"))
         m->steal_ns = (int64_t)bench_parse_u64(a, v, 0, 10000000);

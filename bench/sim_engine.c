@@ -185,7 +185,7 @@ typedef struct sim {
     ev *heap;
     size_t hn, hcap;
     uint64_t seq;
-    uint64_t rng_wake, rng_key;
+    uint64_t rng_wake, rng_key, rng_victim;
     gen g;
     sjob pending;        /* the next arrival (its event is in the heap) */
     hist soj, disp;
@@ -403,9 +403,33 @@ static bool worth_stealing(const sroutee *v)
     return v->q.n > 0 && (v->busy || depth_of(v) > 1);
 }
 
-static int pick_victim(const sim *s, unsigned me, int64_t *depth)
+/* --victim two: the deeper of two random other routees worth stealing
+ * from (two probes instead of a scan of every routee). */
+static int pick_victim_two(sim *s, unsigned me, int64_t *depth)
 {
     int victim = -1;
+
+    *depth = 0;
+    for (int probe = 0; s->queued && probe < 2; probe++) {
+        unsigned i = (me + 1 + (unsigned)(next_u64(&s->rng_victim) % (s->k - 1))) % s->k;
+        int64_t dep;
+        if (!worth_stealing(&s->r[i]))
+            continue;
+        dep = depth_of(&s->r[i]);
+        if (dep > *depth || victim < 0) {
+            victim = (int)i;
+            *depth = dep;
+        }
+    }
+    return victim;
+}
+
+static int pick_victim(sim *s, unsigned me, int64_t *depth)
+{
+    int victim = -1;
+
+    if (s->m->victim_two && s->k > 2)
+        return pick_victim_two(s, me, depth);
 
     *depth = 0;
     for (unsigned d = 1; s->queued && d < s->k; d++) {
@@ -675,6 +699,7 @@ static int sim_setup(sim *s, const sim_cell *c, const sim_model *m)
         set_idle(s, i);
     s->rng_wake = c->seed ^ 0x5157A7E5ull;
     s->rng_key = c->seed ^ 0xC0FFEEull;
+    s->rng_victim = c->seed ^ 0x71C7ull;
     gen_init(&s->g, c, m);
     return 0;
 }

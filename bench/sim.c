@@ -108,6 +108,8 @@ static void usage(FILE *f)
         "  --spin-ns N       an idle routee polls this long before sleeping and takes\n"
         "                    work without a wake-up meanwhile; at most max(1, k/2)\n"
         "                    spin at once (default 50000: the pool's idle_spin_us)\n"
+        "  --steal-batch half|one  what a thief takes: half the victim's depth, 1..8\n"
+        "                    (default, as the pool) or one job (a what-if)\n"
         "  --victim deepest|two  how a thief picks its victim: the deepest routee\n"
         "                    worth stealing from, a scan of all (default, as the pool)\n"
         "                    or the deeper of two random ones (a what-if)\n"
@@ -232,7 +234,11 @@ static bool parse_model_opt(sim_model *m, const char *a, const char *v)
         m->wake_tail_ns = (int64_t)bench_parse_u64(a, v, 0, 100000000);
     else if (!strcmp(a, "--spin-ns"))
         m->spin_ns = (int64_t)bench_parse_u64(a, v, 0, 100000000);
-    else if (!strcmp(a, "--victim")) {
+    else if (!strcmp(a, "--steal-batch")) {
+        if (!v || (strcmp(v, "half") && strcmp(v, "one")))
+            bad(a, v, "half or one");
+        m->steal_one = !strcmp(v, "one");
+    } else if (!strcmp(a, "--victim")) {
         if (!v || (strcmp(v, "deepest") && strcmp(v, "two")))
             bad(a, v, "deepest or two");
         m->victim_two = !strcmp(v, "two");

@@ -47,6 +47,7 @@ typedef struct sim_model {
     double slowdown;       /* job cost multiplier (1: the nominal cost) */
     bool central_overhead; /* the central queue's idle workers pay the wake-up too */
     int64_t central_dispatch_ns; /* ...and its workers this much per job */
+    bool steal_one;        /* what-if: a thief takes one job, not half the depth */
     bool victim_two;       /* what-if: a thief probes two random routees and
                             * takes from the deeper, instead of scanning all */
     bool steal_older;      /* what-if, off in the pool: with stealing, oldest

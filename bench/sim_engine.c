@@ -458,6 +458,8 @@ static bool steal(sim *s, unsigned me, sjob *out, int64_t t)
         return false;
     v = &s->r[vi];
     want = depth / 2 < 1 ? 1 : depth / 2 > STEAL_MAX ? STEAL_MAX : (unsigned)(depth / 2);
+    if (s->m->steal_one)
+        want = 1;
     got = want < v->q.n ? want : (unsigned)v->q.n;
     *out = fifo_pop(&v->q);
     x->bh = 0;

@@ -141,6 +141,9 @@ typedef struct config {
     bool tbb_other;     /* --tbb-submit other: tbb's generators submit under SCHED_OTHER */
 } config;
 
+/* --idle-spin-us: the routepool pools' rp_pool_options.idle_spin_us. */
+static unsigned g_idle_spin_us = RP_IDLE_SPIN_US_AUTO;
+
 /* One job record, a cache line each: two routees write neighbouring
  * records at the same time. */
 typedef struct job {
@@ -404,6 +407,7 @@ static void sched_start(sched *s, const config *cfg, enum variant v, job **ring,
     }
 #endif
     rp_pool_options_init(&o);
+    o.idle_spin_us = g_idle_spin_us;
     o.name = "soj";
     o.routees = ROUTEES;
     o.steal = v == V_RR_STEAL || v == V_SM_STEAL;
@@ -1223,9 +1227,12 @@ static void usage(FILE *f)
         "  --central-wake W  how the central queue wakes a worker: sem (default, a\n"
         "                    semaphore per worker), signal or broadcast (condvar)\n"
         "  --spin-us N       sleep when the next arrival is further away (default 50)\n"
+        "  --idle-spin-us N  the pools' rp_pool_options.idle_spin_us, 0..%u (default:\n"
+        "                    the pool's automatic choice, 0 on 2 CPUs for 2 routees)\n"
         "  --json FILE       also write the results as JSON\n"
         "  --help            this text\n"
-        "Exit status: 0 ok, 1 runtime failure, 2 bad command line.\n", MAX_REPS);
+        "Exit status: 0 ok, 1 runtime failure, 2 bad command line.\n", MAX_REPS,
+        (unsigned)RP_IDLE_SPIN_US_MAX);
 }
 
 static void parse_loads(config *cfg, const char *s)
@@ -1335,6 +1342,8 @@ static void parse_one(config *cfg, int argc, char **argv, int *i, bool *warm_set
         cfg->tbb_other = parse_name(a, opt_value(argc, argv, i), tbb_submit_names, 2) == 1;
     else if (!strcmp(a, "--no-pin"))
         cfg->pin = false;
+    else if (!strcmp(a, "--idle-spin-us"))
+        g_idle_spin_us = (unsigned)bench_parse_u64(a, opt_value(argc, argv, i), 0, RP_IDLE_SPIN_US_MAX);
     else if (!strcmp(a, "--no-hooks"))
         cfg->hooks = false;
     else if (!strcmp(a, "--gen"))
@@ -1449,9 +1458,10 @@ static void preamble(const config *cfg, bench_machine *m, bench_calib *cal,
                                  : "one SCHED_OTHER thread",
            cfg->gen == GEN_SPIN ? "PAUSE loop" : "sched_yield loop",
            (long long)(cfg->spin_ns / 1000), cfg->hooks ? "yes" : "no");
-    printf("# routees:     %u, %s; stats are medians of %d runs; ratios are medians of "
-           "per-run ratios to the central queue\n", ROUTEES,
-           cfg->pin ? "worker i pinned to CPU i (pin_cpus)" : "not pinned", cfg->reps);
+    printf("# routees:     %u, %s, idle spin %s; stats are medians of %d runs; ratios are "
+           "medians of per-run ratios to the central queue\n", ROUTEES,
+           cfg->pin ? "worker i pinned to CPU i (pin_cpus)" : "not pinned",
+           g_idle_spin_us == RP_IDLE_SPIN_US_AUTO ? "automatic" : "as --idle-spin-us", cfg->reps);
 #ifdef RP_BENCH_HAVE_TBB
     printf("# tbb:         %s, task_arena of %u workers%s; arrivals: task_arena::enqueue("
            "task_group::defer) from a generator (submitting under SCHED_%s), task_group::run "

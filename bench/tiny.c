@@ -257,6 +257,9 @@ static void rp_fn(rp_job_ctx *ctx, void *arg)
 
 /* A pool of WORKERS routees; with a strategy other than round-robin, also
  * a router made with rp_router_create() (aux), which submit() then uses. */
+/* --idle-spin-us: the routepool pools' rp_pool_options.idle_spin_us. */
+static unsigned g_idle_spin_us = RP_IDLE_SPIN_US_AUTO;
+
 static int rp_start_with(peer *s, bool steal, const rp_strategy *router)
 {
     rp_pool_options o;
@@ -265,6 +268,7 @@ static int rp_start_with(peer *s, bool steal, const rp_strategy *router)
     rp_router *r = NULL;
 
     rp_pool_options_init(&o);
+    o.idle_spin_us = g_idle_spin_us;
     o.name = "tiny";
     o.routees = WORKERS;
     o.steal = steal;
@@ -1012,12 +1016,15 @@ static void usage(FILE *f)
         "  --quick          5 rounds of 100000 jobs (and at most 10 s of waiting for\n"
         "                   a quiet machine instead of 60)\n"
         "  --submitters S   1, 2 or both (default both)\n"
+        "  --idle-spin-us N the routepool pools' rp_pool_options.idle_spin_us, 0..%u\n"
+        "                   (default: the pool's automatic choice; 0: a routee sleeps\n"
+        "                   as soon as it finds no work)\n"
         "  --only LIST      comma list of rp-steal,rp,rp-random,rp-sm,rp-sm-steal,rp-batch,\n"
         "                   tbb,tbb-enqueue,omp,mutex,thpool,libuv,floor-fifo,floor-ring (all\n"
         "                   built in; the ratio columns need tbb and floor-fifo)\n"
         "  --help           this text\n"
         "Exit status: 0 ok, 1 failure (a job lost or run twice), 2 bad command line.\n",
-        MAX_REPS);
+        MAX_REPS, (unsigned)RP_IDLE_SPIN_US_MAX);
 }
 
 static void select_peers(const char *list)
@@ -1054,6 +1061,8 @@ static void parse_args(int argc, char **argv, size_t *jobs, int *reps, int *mode
             g_quiet_budget_ns = (int64_t)QUIET_BUDGET_S * 1000000000 / 6;
         } else if (!strcmp(a, "--only") && i + 1 < argc) {
             select_peers(argv[++i]);
+        } else if (!strcmp(a, "--idle-spin-us") && i + 1 < argc) {
+            g_idle_spin_us = (unsigned)bench_parse_u64(a, argv[++i], 0, RP_IDLE_SPIN_US_MAX);
         } else if (!strcmp(a, "--submitters") && i + 1 < argc) {
             *modes = parse_submitters(argv[++i]);
         } else if ((!strcmp(a, "--jobs") || !strcmp(a, "--reps")) && i + 1 < argc) {
@@ -1075,7 +1084,11 @@ static void preamble(void)
     bench_pingpong_result pp;
 
     bench_machine_get(&m);
-    printf("# rp-bench-tiny (routepool %s)\n", rp_version());
+    if (g_idle_spin_us == RP_IDLE_SPIN_US_AUTO)
+        printf("# rp-bench-tiny (routepool %s), routepool idle spin: automatic\n", rp_version());
+    else
+        printf("# rp-bench-tiny (routepool %s), routepool idle spin %u us\n", rp_version(),
+               g_idle_spin_us);
     bench_machine_print(stdout, &m);
     if (bench_pingpong(&pp, 200000, 5) == 0) {
         printf("# ping-pong:   %.1f ns one way, cache line between CPU %d and CPU %d "

@@ -58,7 +58,7 @@ void rp_pool_options_init(rp_pool_options *opts)
     opts->name = "pool";
     opts->overflow = RP_OVERFLOW_REJECT;
     opts->steal = true;
-    opts->idle_spin_us = RP_IDLE_SPIN_US_DEFAULT;
+    opts->idle_spin_us = RP_IDLE_SPIN_US_AUTO;
     opts->metrics = true;
     opts->strategy = rp_strategy_round_robin();
 }
@@ -85,10 +85,21 @@ static int validate(const rp_pool_options *o, unsigned *routees)
     if (o->overflow < RP_OVERFLOW_REJECT || o->overflow > RP_OVERFLOW_DROP_HEAD)
         return rp__fail(RP_EINVAL, "rp_pool_create: opts.overflow is not an rp_overflow (got %d)",
                         o->overflow);
-    if (o->idle_spin_us > RP_IDLE_SPIN_US_MAX)
-        return rp__fail(RP_EINVAL, "rp_pool_create: opts.idle_spin_us must be 0..%u (got %u)",
-                        RP_IDLE_SPIN_US_MAX, o->idle_spin_us);
+    if (o->idle_spin_us > RP_IDLE_SPIN_US_MAX && o->idle_spin_us != RP_IDLE_SPIN_US_AUTO)
+        return rp__fail(RP_EINVAL, "rp_pool_create: opts.idle_spin_us must be 0..%u or "
+                        "RP_IDLE_SPIN_US_AUTO (got %u)", RP_IDLE_SPIN_US_MAX, o->idle_spin_us);
     return 0;
+}
+
+/* The spin window for idle_spin_us: RP_IDLE_SPIN_US_AUTO spins only when
+ * a spinner can have a CPU of its own. */
+static unsigned spin_us(unsigned idle_spin_us, unsigned routees)
+{
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+
+    if (idle_spin_us != RP_IDLE_SPIN_US_AUTO)
+        return idle_spin_us;
+    return online > (long)routees ? RP_IDLE_SPIN_US_SPARE : 0;
 }
 
 /* Pin to the (i % count)-th CPU this process may run on. */
@@ -827,7 +838,7 @@ int rp_pool_create(rp_pool **out, const rp_pool_options *opts)
     pool->n = n;
     pool->pin_cpus = opts->pin_cpus;
     pool->steal = opts->steal;
-    pool->spin_ns = (int64_t)opts->idle_spin_us * 1000;
+    pool->spin_ns = (int64_t)spin_us(opts->idle_spin_us, n) * 1000;
     pool->max_spinners = n / 2 ? n / 2 : 1;
     atomic_init(&pool->spinners, 0);
     atomic_init(&pool->searching, 0);

@@ -286,6 +286,9 @@ Test(bad_input, pool_create_idle_spin_too_long, .timeout = 10)
     o.idle_spin_us = RP_IDLE_SPIN_US_MAX;
     cr_assert_eq(rp_pool_create(&p, &o), 0, "%s", rp_errmsg());
     rp_pool_destroy(p);
+    o.idle_spin_us = RP_IDLE_SPIN_US_AUTO;
+    cr_assert_eq(rp_pool_create(&p, &o), 0, "%s", rp_errmsg());
+    rp_pool_destroy(p);
 }
 
 Test(bad_input, pool_defaults_and_zero_routees_mean_online_cpus,
@@ -300,7 +303,7 @@ Test(bad_input, pool_defaults_and_zero_routees_mean_online_cpus,
     cr_assert_eq(o.overflow, RP_OVERFLOW_REJECT);
     cr_assert_eq(o.pin_cpus, false);
     cr_assert_eq(o.steal, true);
-    cr_assert_eq(o.idle_spin_us, RP_IDLE_SPIN_US_DEFAULT);
+    cr_assert_eq(o.idle_spin_us, RP_IDLE_SPIN_US_AUTO);
     cr_assert_eq(o.strategy.kind, RP_STRATEGY_ROUND_ROBIN);
     cr_assert_null(o.on_undelivered);
     cr_assert_null(o.log);

@@ -741,7 +741,7 @@ static void settle(rp_pool *p)
         cr_assert(now_ms() < deadline, "a routee still reads busy 5 s after wait_idle");
         sleep_ms(1);
     }
-    /* Routees spin briefly (idle_spin_us, 50 us by default) before they
+    /* Routees may spin briefly (idle_spin_us, up to 50 us by default) before they
      * sleep and count the sleep: wait until the sleep counters hold still
      * for 20 ms, far longer than a spin. */
     for (uint64_t last = UINT64_MAX;;) {

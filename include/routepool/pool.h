@@ -93,8 +93,14 @@ typedef enum rp_shutdown_mode {
 /** Longest pool name, in bytes. */
 #define RP_POOL_NAME_MAX 63u
 
-/** Default of rp_pool_options.idle_spin_us. */
-#define RP_IDLE_SPIN_US_DEFAULT 50
+/** Default of rp_pool_options.idle_spin_us: spin RP_IDLE_SPIN_US_SPARE
+ *  microseconds when the machine has more online CPUs than the pool has
+ *  routees, else not at all. */
+#define RP_IDLE_SPIN_US_AUTO ((unsigned)-1)
+/** The spin window RP_IDLE_SPIN_US_AUTO chooses when CPUs are to spare. */
+#define RP_IDLE_SPIN_US_SPARE 50
+/** Kept for callers of the first version: the automatic default. */
+#define RP_IDLE_SPIN_US_DEFAULT RP_IDLE_SPIN_US_AUTO
 /** Largest rp_pool_options.idle_spin_us accepted. */
 #define RP_IDLE_SPIN_US_MAX 10000
 
@@ -130,8 +136,12 @@ typedef struct rp_pool_options {
      *  a row that found nothing (down to 1/16) and doubles after one that
      *  found work, and at most half the routees (at least one) spin at a time,
      *  so an idle pool sleeps and a loaded machine keeps its CPUs.
-     *  0 disables spinning.  Default RP_IDLE_SPIN_US_DEFAULT; at most
-     *  RP_IDLE_SPIN_US_MAX. */
+     *  Spinning pays only when a spinner has a CPU to itself: a spinning
+     *  routee takes the CPU from the threads that submit (measured on 2
+     *  vCPUs with 2 routees: p50 sojourn 2.6-3.4x worse at 50% load,
+     *  docs/performance.md).  0 disables spinning.  Default
+     *  RP_IDLE_SPIN_US_AUTO: RP_IDLE_SPIN_US_SPARE when online CPUs
+     *  outnumber the routees, else 0.  At most RP_IDLE_SPIN_US_MAX. */
     unsigned idle_spin_us;
     /** Keep metrics beyond the counters always kept: busy time and the
      *  sampled depth and queue-wait histograms (routepool/metrics.h).

@@ -89,6 +89,7 @@ typedef struct bench {
     rp_routee **routees;
     size_t *out;
     unsigned *weights;
+    uint64_t *weight_ends; /* running sums, as a router keeps them */
     uint64_t keys[NKEYS];
     bench_gate g; /* blocks every routee running gate_job() until opened */
     _Atomic uint64_t ran;   /* counted jobs that ran */
@@ -109,7 +110,12 @@ static rp_strategy make_strategy(const bench *b, int k)
     case 1: return rp_strategy_random(42);
     case 2: return rp_strategy_smallest_mailbox();
     case 3: return rp_strategy_consistent_hash(42);
-    default: return rp_strategy_weighted(b->weights, b->n);
+    default: {
+        /* As a router does: the running sums make the pick a binary search. */
+        rp_strategy w = rp_strategy_weighted(b->weights, b->n);
+        w.weight_ends = b->weight_ends;
+        return w;
+    }
     }
 }
 
@@ -215,11 +221,13 @@ static void bench_open(bench *b, unsigned n)
     b->routees = malloc(n * sizeof *b->routees);
     b->out = malloc(n * sizeof *b->out);
     b->weights = malloc(n * sizeof *b->weights);
-    if (!b->routees || !b->out || !b->weights)
+    b->weight_ends = malloc(n * sizeof *b->weight_ends);
+    if (!b->routees || !b->out || !b->weights || !b->weight_ends)
         die("out of memory");
     for (unsigned i = 0; i < n; i++) {
         b->routees[i] = rp_pool_routee(b->pool, i);
         b->weights[i] = 1 + i % 4;
+        b->weight_ends[i] = (i ? b->weight_ends[i - 1] : 0) + b->weights[i];
     }
     for (unsigned i = 0; i < NKEYS; i++)
         b->keys[i] = 0x9E3779B97F4A7C15ull * (i + 1);
@@ -233,6 +241,7 @@ static void bench_close(bench *b)
     free(b->routees);
     free(b->out);
     free(b->weights);
+    free(b->weight_ends);
 }
 
 /* ---- the decision loops ---- */

@@ -27,6 +27,7 @@ struct rp_router {
     char name[RP_ROUTER_NAME_MAX + 1];
     rp_strategy strategy;
     unsigned *weights; /* owned copy for RP_STRATEGY_WEIGHTED */
+    uint64_t *weight_ends; /* and its running sums (binary search) */
     rp_routee **routees;
     size_t n;
     rp_pool *pool; /* NULL for group routers */
@@ -75,6 +76,11 @@ static int adopt_strategy(rp_router *rt, const rp_strategy *s, const char *func)
     w = rp_strategy_weighted(rt->weights, rt->n);
     if (w.weight_total == 0)
         return rp__fail(RP_EINVAL, "%s: strategy.weights must not all be 0", func);
+    if (!(rt->weight_ends = malloc(sizeof *rt->weight_ends * rt->n)))
+        return rp__fail(RP_ENOMEM, "%s: out of memory", func);
+    for (size_t i = 0; i < rt->n; i++)
+        rt->weight_ends[i] = (i ? rt->weight_ends[i - 1] : 0) + rt->weights[i];
+    w.weight_ends = rt->weight_ends;
     rt->strategy = w;
     return 0;
 }
@@ -190,6 +196,7 @@ void rp__router_free(rp_router *rt)
         rp__sg_close(rt->sg);
     }
     free(rt->weights);
+    free(rt->weight_ends);
     free(rt->routees);
     free(rt);
 }

@@ -177,9 +177,22 @@ static int pick_weighted(const rp_strategy *s, rp_route_state *st,
         return RP_EINVAL;
     slot = (uint64_t)(((unsigned __int128)(st->message_index % s->weight_total) *
                        s->weight_stride) % s->weight_total);
-    while (slot >= s->weights[i]) {
-        slot -= s->weights[i];
-        i++;
+    if (s->weight_ends) {
+        /* The first routee whose range ends past the slot. */
+        size_t lo = 0, hi = n - 1;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (s->weight_ends[mid] > slot)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        i = lo;
+    } else {
+        while (slot >= s->weights[i]) {
+            slot -= s->weights[i];
+            i++;
+        }
     }
     out[0] = first_live(routees, n, i);
     return 1;

@@ -433,6 +433,29 @@ Test(weighted, exact_proportions_over_any_full_cycle, .timeout = 10)
     fset_destroy(&s);
 }
 
+Test(weighted, running_sums_pick_exactly_what_the_walk_picks, .timeout = 10)
+{
+    /* Zero weights at the ends and in the middle, and a heavy routee. */
+    const unsigned w[7] = {0, 3, 0, 0, 5, 1, 0};
+    uint64_t ends[7], sum = 0;
+    fset s;
+    fset_init(&s, 7, false);
+    for (int i = 0; i < 7; i++)
+        ends[i] = sum += w[i];
+    const rp_strategy walk = rp_strategy_weighted(w, 7);
+    rp_strategy search = walk;
+    cr_assert_null(walk.weight_ends, "rp_strategy_weighted() leaves the sums to routers");
+    search.weight_ends = ends;
+    for (uint64_t i = 0; i < 3 * walk.weight_total; i++) {
+        const size_t a = pick1(&walk, s.r, 7, i), b = pick1(&search, s.r, 7, i);
+        cr_assert_eq(a, b, "message %llu: walk picked %zu, search %zu", (unsigned long long)i,
+                     a, b);
+        cr_assert_neq(w[b], 0u, "message %llu went to zero-weight routee %zu",
+                      (unsigned long long)i, b);
+    }
+    fset_destroy(&s);
+}
+
 Test(weighted, zero_weight_never_chosen_and_slots_interleave, .timeout = 10)
 {
     fset s;

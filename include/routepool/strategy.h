@@ -97,6 +97,11 @@ typedef struct rp_strategy {
     /** RP_STRATEGY_WEIGHTED: sum of the weights, and a stride coprime to it
      *  that interleaves the slots (computed by rp_strategy_weighted()). */
     uint64_t weight_total, weight_stride;
+    /** RP_STRATEGY_WEIGHTED, optional: weight_ends[i] = weights[0] + ... +
+     *  weights[i] (nweights entries, borrowed).  With it a pick is a binary
+     *  search, O(log n); without it (NULL, as rp_strategy_weighted() leaves
+     *  it) a walk over the weights, O(n).  Routers fill their own copy. */
+    const uint64_t *weight_ends;
     /** RP_STRATEGY_CUSTOM: the function and its user pointer. */
     rp_strategy_fn custom;
     void *custom_user;

@@ -86,10 +86,10 @@ static bool try_reserve(rp__mailbox *mb)
     return true;
 }
 
-/* Give a slot back.  The owner may be waiting for depth to reach 0. */
-static void unreserve(rp__mailbox *mb)
+/* Give n slots back.  The owner may be waiting for depth to reach 0. */
+static void unreserve(rp__mailbox *mb, int64_t n)
 {
-    atomic_fetch_sub_explicit(&mb->depth, 1, memory_order_seq_cst);
+    atomic_fetch_sub_explicit(&mb->depth, n, memory_order_seq_cst);
     rp__event_signal(&mb->ev);
 }
 
@@ -178,7 +178,7 @@ static int enqueue(rp__mailbox *mb, rp__job *job)
     if (rp__lane_push_mp(lane, job) < 0) {
         /* Not counted as enqueued: take the count back. */
         atomic_fetch_sub_explicit(&mb->enqueued, 1, memory_order_relaxed);
-        unreserve(mb);
+        unreserve(mb, 1);
         return RP_ENOMEM;
     }
     rp__event_signal(&mb->ev);
@@ -191,7 +191,7 @@ static int enqueue_reserved(rp__mailbox *mb, rp__job *job)
     int closed = rp__mailbox_closed(mb);
 
     if (closed) {
-        unreserve(mb);
+        unreserve(mb, 1);
         rp__mailbox_job_free(job);
         return closed;
     }
@@ -220,7 +220,7 @@ static int evict_and_enqueue(rp__mailbox *mb, rp__job *job)
         handback(mb, victim->arg, closed ? closed : RP_EEVICTED, true, &victim->reply);
         rp__mailbox_job_free(victim);
         if (closed) {
-            unreserve(mb);
+            unreserve(mb, 1);
             rp__mailbox_job_free(job);
             return closed;
         }
@@ -248,6 +248,22 @@ static int overflow(rp__mailbox *mb, rp__job *job, void *arg)
     }
 }
 
+/* A job record from mb's freelist holding fn(arg), or NULL (no memory). */
+static rp__job *new_job(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned,
+                        const rp__reply *reply)
+{
+    rp__job *job = rp__freelist_get(&mb->jobs);
+
+    if (!job)
+        return NULL;
+    job->fn = fn;
+    job->arg = arg;
+    job->home = mb;
+    job->flags = pinned ? RP__JOB_PINNED : 0;
+    job->reply = reply ? *reply : (rp__reply){0};
+    return job;
+}
+
 int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned,
                         const rp__reply *reply)
 {
@@ -256,16 +272,8 @@ int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned,
 
     if ((closed = rp__mailbox_closed(mb)) != 0)
         return closed;
-    if (!(job = rp__freelist_get(&mb->jobs)))
+    if (!(job = new_job(mb, fn, arg, pinned, reply)))
         return RP_ENOMEM;
-    job->fn = fn;
-    job->arg = arg;
-    job->home = mb;
-    job->flags = pinned ? RP__JOB_PINNED : 0;
-    if (reply)
-        job->reply = *reply;
-    else
-        job->reply = (rp__reply){0};
     if (!try_reserve(mb))
         return overflow(mb, job, arg);
     return enqueue_reserved(mb, job);
@@ -310,34 +318,28 @@ size_t rp__mailbox_push_batch_mp(rp__mailbox *mb, rp_job_fn fn, void *const *arg
     }
     /* After the reservation: see "Closing" at the top. */
     if ((closed = rp__mailbox_closed(mb)) != 0) {
-        atomic_fetch_sub_explicit(&mb->depth, (int64_t)granted, memory_order_seq_cst);
-        rp__event_signal(&mb->ev);
+        unreserve(mb, (int64_t)granted);
         *rc = closed;
         return 0;
     }
     /* One sequence range for the whole run: jobs take base, base+1, ... */
     seq = atomic_fetch_add_explicit(&mb->enqueued, granted, memory_order_relaxed);
     for (i = 0; i < granted; i++) {
-        rp__job *job = rp__freelist_get(&mb->jobs);
+        rp__job *job = new_job(mb, fn, args[i], false, NULL);
 
         if (job) {
-            job->fn = fn;
-            job->arg = args[i];
-            job->home = mb;
-            job->flags = 0;
-            job->reply = (rp__reply){0};
             stamp(mb, job, seq + i);
             if (rp__lane_push_mp(&mb->stealable, job) == 0)
                 continue;
             rp__mailbox_job_free(job);
         }
-        /* Out of memory: the rest were never queued. */
+        /* Out of memory: the rest were never queued (unreserve signals). */
         atomic_fetch_sub_explicit(&mb->enqueued, granted - i, memory_order_relaxed);
-        atomic_fetch_sub_explicit(&mb->depth, (int64_t)(granted - i), memory_order_seq_cst);
+        unreserve(mb, (int64_t)(granted - i));
         *rc = RP_ENOMEM;
-        break;
+        return i;
     }
-    if (granted < k && *rc == 0)
+    if (granted < k)
         *rc = RP_EFULL;
     rp__event_signal(&mb->ev);
     return i;

@@ -388,18 +388,6 @@ static rp_routee *pick_victim(rp_routee *r, int64_t *depth)
     return victim;
 }
 
-/* Counters, probe and trace event of a steal of got jobs from victim. */
-static void count_steal(rp_routee *r, rp_routee *victim, unsigned got)
-{
-    owner_add(&r->stole, got);
-    RP_PROBE4(steal, r->pool->name, r->index, victim->index, got);
-    if (RP_UNLIKELY(atomic_load_explicit(&r->pool->trace_sample, memory_order_acquire)) &&
-        atomic_load_explicit(&r->pool->trace_steals, memory_order_relaxed) && r->pool->rings) {
-        rp__trace_event ev = {rp__now_ns(), 0, 0, RP__EV_STEAL, victim->index, got};
-        rp__trace_push(r->pool->rings[r->index], &ev);
-    }
-}
-
 /* Steal a batch; run the first, keep the rest (counted in our depth).
  * *searching: whether this routee was woken to steal (pool->searching
  * counts it); cleared here, before handing the search on, or wake_thief()
@@ -416,7 +404,13 @@ static rp__job *steal(rp_routee *r, bool *searching)
     want = depth / 2 < 1 ? 1 : depth / 2 > RP__STEAL_MAX ? RP__STEAL_MAX : (unsigned)(depth / 2);
     if (!(got = rp__mailbox_steal(&victim->mb, batch, want)))
         return NULL;
-    count_steal(r, victim, got);
+    owner_add(&r->stole, got);
+    RP_PROBE4(steal, r->pool->name, r->index, victim->index, got);
+    if (RP_UNLIKELY(atomic_load_explicit(&r->pool->trace_sample, memory_order_acquire)) &&
+        atomic_load_explicit(&r->pool->trace_steals, memory_order_relaxed) && r->pool->rings) {
+        rp__trace_event ev = {rp__now_ns(), 0, 0, RP__EV_STEAL, victim->index, got};
+        rp__trace_push(r->pool->rings[r->index], &ev);
+    }
     if (got > 1) {
         atomic_fetch_add_explicit(&r->mb.depth, got - 1, memory_order_seq_cst);
         for (unsigned i = 1; i < got; i++)

@@ -1,105 +1,173 @@
 /*
- * lane.c - a Michael-Scott queue (ck_fifo_mpmc) of job records.
+ * lane.c - a Michael-Scott queue (ck_fifo_mpmc) whose nodes are the job
+ * records.
  *
- * Memory reclamation.  A dequeue hands back the old stub node as garbage
- * while other threads may still read it (a slow dequeuer's head snapshot, a
- * slow enqueuer's tail snapshot).  Instead of epochs or hazard pointers we
- * use the reclamation of the original Michael-Scott paper: nodes are
- * type-stable.  Each lane owns its nodes (a freelist of its own, slabs
+ * Records as nodes.  In a Michael-Scott queue the head always points at a
+ * stub: a dequeue moves the head to the first real node, takes that node's
+ * value, and the node becomes the new stub while the old stub comes back
+ * as garbage.  So the node of the job taken is not free yet (it is the
+ * stub), and the garbage is the *previous* job's record.  A lane therefore
+ * hands jobs out by value: rp__lane_pop_mc() copies the job out of the
+ * first node *before* its head CAS (as ck's own dequeue reads the value
+ * before committing) and frees the garbage record after it.  The copy may
+ * read a record a concurrent dequeuer has already recycled; then the head
+ * moved, the generation-tagged CAS fails and the copy is thrown away.  If
+ * the CAS succeeds, the head did not move during the copy, so the node was
+ * still queued and its job intact.  One record per job, one freelist, no
+ * per-job reference count.
+ *
+ * Memory reclamation.  Besides the copy, the garbage record may still be
+ * read by other threads (a slow dequeuer's head snapshot, a slow
+ * enqueuer's tail snapshot).  Instead of epochs or hazard pointers we use
+ * the reclamation of the original Michael-Scott paper: records are
+ * type-stable.  Each lane owns its records (a freelist of its own, slabs
  * freed only when the pool is destroyed), so a stale pointer always points
- * at a node of the same lane:
- *   - a stale dequeuer reads a reused node's next/value, but its head CAS
- *     carries the head generation and fails;
+ * at a record of the same lane:
+ *   - a stale dequeuer reads a reused record's next or job, but its head
+ *     CAS carries the head generation and fails;
  *   - a stale enqueuer whose tail node was recycled links its entry after
  *     that node, which is the tail of, or about to be appended to, the
  *     same lane: the entry still lands in this lane.
- * The second point is why nodes must never migrate between lanes: a node
+ * The second point is why records must never migrate between lanes: one
  * reused in another lane would carry a stale enqueuer's job there.
- * ck's dequeue is written for this ("head snapshot may have been re-used").
- *
- * Nodes are separate from job records because the garbage node of a
- * dequeue is not the node of the job it returns.
  */
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "internal.h"
 #include "lane.h"
 
-/* Nodes per slab: 63 nodes of 48 bytes plus the header stay within
- * jemalloc's 3 KiB size class (64 would take the 3.5 KiB one). */
-#define NODES_PER_SLAB 63
+/* Records per slab: 63 records of 128 bytes (112 rounded up to whole cache
+ * lines) plus the 64-byte slab header fill jemalloc's 8 KiB size class
+ * exactly; 64 would spill into the 10 KiB class (rp-bench-memory). */
+#define RECS_PER_SLAB 63
+
+static rp__lane_rec *rec_of(ck_fifo_mpmc_entry_t *e)
+{
+    return (rp__lane_rec *)((char *)e - offsetof(rp__lane_rec, fifo));
+}
 
 int rp__lane_init(rp__lane *lane, const rp__arena *arena)
 {
-    rp__lane_node *stub;
+    rp__lane_rec *stub;
 
-    rp__freelist_init(&lane->nodes, arena, sizeof(rp__lane_node), 16,
-                      offsetof(rp__lane_node, free), NODES_PER_SLAB);
-    stub = rp__freelist_get(&lane->nodes);
+    rp__freelist_init(&lane->recs, arena, sizeof(rp__lane_rec), RP_CACHELINE,
+                      offsetof(rp__lane_rec, free), RECS_PER_SLAB);
+    stub = rp__freelist_get(&lane->recs);
     if (!stub)
         return RP_ENOMEM;
+    atomic_store_explicit(&stub->job.seq, UINT64_MAX, memory_order_relaxed);
     ck_fifo_mpmc_init(&lane->fifo, &stub->fifo);
     return 0;
 }
 
 void rp__lane_destroy(rp__lane *lane)
 {
-    rp__freelist_destroy(&lane->nodes);
+    rp__freelist_destroy(&lane->recs);
 }
 
-int rp__lane_push_mp(rp__lane *lane, void *rec)
+int rp__lane_push_mp(rp__lane *lane, const rp__job *job)
 {
-    rp__lane_node *node = rp__freelist_get(&lane->nodes);
+    rp__lane_rec *rec = rp__freelist_get(&lane->recs);
 
-    if (!node)
+    if (!rec)
         return RP_ENOMEM;
+    rec->job.fn = job->fn;
+    rec->job.arg = job->arg;
+    rec->job.flags = job->flags;
+    rec->job.submit_tid = job->submit_tid;
+    rec->job.reply = job->reply;
+    rec->job.enq_ns = job->enq_ns;
+    atomic_store_explicit(&rec->job.seq,
+                          atomic_load_explicit(&job->seq, memory_order_relaxed),
+                          memory_order_relaxed);
     /* The record's fields were written by this thread; the consumer that
      * pops it acquires them (pairs with rp__tsan_acquire in pop). */
     rp__tsan_release(rec);
     rp__tsan_ignore_begin();
-    ck_fifo_mpmc_enqueue(&lane->fifo, &node->fifo, rec);
+    ck_fifo_mpmc_enqueue(&lane->fifo, &rec->fifo, rec);
     rp__tsan_ignore_end();
     return 0;
 }
 
-void *rp__lane_pop_mc(rp__lane *lane)
+/*
+ * ck_fifo_mpmc_dequeue() with the job copied out before the commit (see
+ * the top of the file): the same loads, fences and CASes on ck's structure.
+ */
+bool rp__lane_pop_mc(rp__lane *lane, rp__job *out)
 {
-    ck_fifo_mpmc_entry_t *garbage;
-    void *rec;
-    bool got;
+    ck_fifo_mpmc_t *fifo = &lane->fifo;
+    struct ck_fifo_mpmc_pointer head, tail, next, update;
+    rp__lane_rec *rec;
 
     rp__tsan_ignore_begin();
-    got = ck_fifo_mpmc_dequeue(&lane->fifo, &rec, &garbage);
+    for (;;) {
+        head.generation = ck_pr_load_ptr(&fifo->head.generation);
+        ck_pr_fence_load();
+        head.pointer = ck_pr_load_ptr(&fifo->head.pointer);
+        tail.generation = ck_pr_load_ptr(&fifo->tail.generation);
+        ck_pr_fence_load();
+        tail.pointer = ck_pr_load_ptr(&fifo->tail.pointer);
+        next.generation = ck_pr_load_ptr(&head.pointer->next.generation);
+        ck_pr_fence_load();
+        next.pointer = ck_pr_load_ptr(&head.pointer->next.pointer);
+
+        update.pointer = next.pointer;
+        if (head.pointer == tail.pointer) {
+            /* The head always points at a stub: nothing follows it, the
+             * lane is empty; else the tail lags: forward it. */
+            if (next.pointer == NULL) {
+                rp__tsan_ignore_end();
+                return false;
+            }
+            update.generation = tail.generation + 1;
+            ck_pr_cas_ptr_2(&fifo->tail, &tail, &update);
+            continue;
+        }
+        /* The head snapshot may have been reused: do not follow NULL. */
+        if (next.pointer == NULL)
+            continue;
+        /* Copy before the commit; kept only if the head did not move. */
+        rec = rec_of(next.pointer);
+        ck_pr_fence_load();
+        memcpy(out, &rec->job, sizeof *out);
+        ck_pr_fence_load_atomic();
+        update.generation = head.generation + 1;
+        if (ck_pr_cas_ptr_2(&fifo->head, &head, &update))
+            break;
+    }
     rp__tsan_ignore_end();
-    if (!got)
-        return NULL;
+    /* Pairs with the release in push: the producer's writes of this job
+     * happen before our use of the copy. */
     rp__tsan_acquire(rec);
-    rp__freelist_put(&lane->nodes,
-                     (char *)garbage - offsetof(rp__lane_node, fifo));
-    return rec;
+    /* The old stub: no longer reachable from the head.  Its producer's
+     * writes happen before this (push, the dequeue that copied it out and
+     * ours are ordered through ck's head CAS, which TSan does not see):
+     * acquire them before the record is reused. */
+    rp__tsan_acquire(rec_of(head.pointer));
+    rp__freelist_put(&lane->recs, rec_of(head.pointer));
+    return true;
 }
 
 uint64_t rp__lane_peek_seq(rp__lane *lane)
 {
-    /* Nodes and records are type-stable, so these racy reads touch valid
-     * memory; the value is only a hint, like any peek at a shared queue. */
+    /* Records are type-stable, so these racy reads touch valid memory;
+     * the value is only a hint, like any peek at a shared queue. */
     ck_fifo_mpmc_entry_t *head = ck_pr_load_ptr(&lane->fifo.head.pointer);
     ck_fifo_mpmc_entry_t *first = ck_pr_load_ptr(&head->next.pointer);
-    _Atomic uint64_t *seq;
+    rp__lane_rec *rec;
 
     if (!first)
         return UINT64_MAX;
-    seq = ck_pr_load_ptr(&first->value);
-    if (!seq)
-        return UINT64_MAX;
+    rec = rec_of(first);
     /* The record was published by rp__lane_push_mp (release); a stale,
      * recycled record is only ever read through its atomic seq. */
-    rp__tsan_acquire(seq);
-    return atomic_load_explicit(seq, memory_order_relaxed);
+    rp__tsan_acquire(rec);
+    return atomic_load_explicit(&rec->job.seq, memory_order_relaxed);
 }
 
 int rp__lane_empty(rp__lane *lane)

@@ -1,39 +1,56 @@
 /*
- * lane.h - one FIFO of job records: many producers, many consumers,
- * unbounded, lock-free (ck_fifo_mpmc).  A mailbox has two: pinned and
- * stealable.  Private.
+ * lane.h - one FIFO of jobs: many producers, many consumers, unbounded,
+ * lock-free (a ck_fifo_mpmc whose nodes are the job records themselves).
+ * A mailbox has two: pinned and stealable.  Private.
  */
 #ifndef RP_LANE_H
 #define RP_LANE_H
 
 #include <ck_fifo.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "alloc.h"
+#include "future.h"
 
-typedef struct rp__lane_node {
+#define RP__JOB_PINNED 1u
+#define RP__JOB_SAMPLED 2u /* feeds the queue-wait histogram */
+
+/* A job, by value: what a producer pushes and a consumer gets back. */
+typedef struct rp__job {
+    _Atomic uint64_t seq; /* enqueue order within the home mailbox */
+    rp_job_fn fn;
+    void *arg;
+    uint32_t flags;
+    int32_t submit_tid; /* traced jobs: the submitting thread, else 0 */
+    rp__reply reply; /* where the answer goes; holds a reference */
+    int64_t enq_ns;  /* enqueue time of a sampled job, else 0 */
+} rp__job;
+
+/* A lane's record: the queue node and the job it carries, on two cache
+ * lines (63 of them fill a slab of jemalloc's 8 KiB class). */
+typedef struct rp__lane_rec {
     ck_fifo_mpmc_entry_t fifo; /* 16-aligned: ck uses cmpxchg16b on next */
     ck_stack_entry_t free;
-} rp__lane_node;
+    rp__job job;
+} rp__lane_rec;
 
 typedef struct rp__lane {
     ck_fifo_mpmc_t fifo; /* head and tail on separate cache lines */
-    rp__freelist nodes;  /* this lane's own nodes, never shared */
+    rp__freelist recs;   /* this lane's own records, never shared */
 } rp__lane;
-
-/* Record type the lane carries: anything whose first field is a uint64_t
- * sequence number readable with an atomic load (see rp__lane_peek_seq). */
 
 int rp__lane_init(rp__lane *lane, const rp__arena *arena);
 void rp__lane_destroy(rp__lane *lane);
-/* Append rec.  0, or RP_ENOMEM when no node could be allocated. */
-int rp__lane_push_mp(rp__lane *lane, void *rec);
-/* Take the oldest record, or NULL when the lane is empty. */
-void *rp__lane_pop_mc(rp__lane *lane);
-/* Sequence number of the oldest record, UINT64_MAX when empty.  A hint:
- * a concurrent pop may take that record first. */
+/* Append a copy of *job.  0, or RP_ENOMEM when no record could be
+ * allocated. */
+int rp__lane_push_mp(rp__lane *lane, const rp__job *job);
+/* Take the oldest job into *out; false when the lane is empty. */
+bool rp__lane_pop_mc(rp__lane *lane, rp__job *out);
+/* Sequence number of the oldest job, UINT64_MAX when empty.  A hint: a
+ * concurrent pop may take that job first. */
 uint64_t rp__lane_peek_seq(rp__lane *lane);
-/* True when the lane holds no record (a hint under concurrency). */
+/* True when the lane holds no job (a hint under concurrency). */
 int rp__lane_empty(rp__lane *lane);
 
 #endif /* RP_LANE_H */

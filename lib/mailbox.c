@@ -26,11 +26,6 @@
 #include "timer.h"
 #include "trace.h"
 
-/* Job records per slab: 63 records of 128 bytes (96 rounded up to whole
- * cache lines) plus the 64-byte slab header fill jemalloc's 8 KiB size
- * class exactly; 64 would spill into the 10 KiB class (rp-bench-memory). */
-#define JOBS_PER_SLAB 63
-
 int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,
                      int overflow, rp__handback_fn handback, void *owner, int index)
 {
@@ -51,8 +46,6 @@ int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,
     mb->metrics = false;
     atomic_init(&mb->expired, 0);
     rp__event_init(&mb->ev);
-    rp__freelist_init(&mb->jobs, arena, sizeof(rp__job), RP_CACHELINE,
-                      offsetof(rp__job, free), JOBS_PER_SLAB);
     if ((rc = rp__lane_init(&mb->pinned, arena)) < 0)
         return rc;
     if ((rc = rp__lane_init(&mb->stealable, arena)) < 0) {
@@ -66,7 +59,6 @@ void rp__mailbox_destroy(rp__mailbox *mb)
 {
     rp__lane_destroy(&mb->pinned);
     rp__lane_destroy(&mb->stealable);
-    rp__freelist_destroy(&mb->jobs);
 }
 
 static bool try_reserve(rp__mailbox *mb)
@@ -114,16 +106,16 @@ static void handback(rp__mailbox *mb, void *arg, int reason, bool was_queued,
         atomic_fetch_add_explicit(&mb->retired, 1, memory_order_release);
 }
 
-/* The oldest queued job of either lane, without touching depth. */
-static rp__job *pop_oldest(rp__mailbox *mb)
+/* The oldest queued job of either lane into *out, without touching
+ * depth; false when both are empty. */
+static bool pop_oldest(rp__mailbox *mb, rp__job *out)
 {
     bool pinned_first = rp__lane_peek_seq(&mb->pinned) <=
                         rp__lane_peek_seq(&mb->stealable);
     rp__lane *first = pinned_first ? &mb->pinned : &mb->stealable;
     rp__lane *second = pinned_first ? &mb->stealable : &mb->pinned;
-    rp__job *job = rp__lane_pop_mc(first);
 
-    return job ? job : rp__lane_pop_mc(second);
+    return rp__lane_pop_mc(first, out) || rp__lane_pop_mc(second, out);
 }
 
 int rp__reason_slot(int reason)
@@ -175,7 +167,7 @@ static int enqueue(rp__mailbox *mb, rp__job *job)
     rp__lane *lane = (job->flags & RP__JOB_PINNED) ? &mb->pinned : &mb->stealable;
 
     stamp(mb, job, atomic_fetch_add_explicit(&mb->enqueued, 1, memory_order_relaxed));
-    if (rp__lane_push_mp(lane, job) < 0) {
+    if (RP_UNLIKELY(rp__lane_push_mp(lane, job) < 0)) {
         /* Not counted as enqueued: take the count back. */
         atomic_fetch_sub_explicit(&mb->enqueued, 1, memory_order_relaxed);
         unreserve(mb, 1);
@@ -192,7 +184,6 @@ static int enqueue_reserved(rp__mailbox *mb, rp__job *job)
 
     if (closed) {
         unreserve(mb, 1);
-        rp__mailbox_job_free(job);
         return closed;
     }
     return enqueue(mb, job);
@@ -207,21 +198,19 @@ static int enqueue_reserved(rp__mailbox *mb, rp__job *job)
 static int evict_and_enqueue(rp__mailbox *mb, rp__job *job)
 {
     for (;;) {
-        rp__job *victim = pop_oldest(mb);
+        rp__job victim;
         int closed;
 
-        if (!victim) {
+        if (!pop_oldest(mb, &victim)) {
             if (try_reserve(mb))
                 break;
             sched_yield();
             continue;
         }
         closed = rp__mailbox_closed(mb);
-        handback(mb, victim->arg, closed ? closed : RP_EEVICTED, true, &victim->reply);
-        rp__mailbox_job_free(victim);
+        handback(mb, victim.arg, closed ? closed : RP_EEVICTED, true, &victim.reply);
         if (closed) {
             unreserve(mb, 1);
-            rp__mailbox_job_free(job);
             return closed;
         }
         return enqueue(mb, job);
@@ -230,53 +219,40 @@ static int evict_and_enqueue(rp__mailbox *mb, rp__job *job)
     return enqueue_reserved(mb, job);
 }
 
-static int overflow(rp__mailbox *mb, rp__job *job, void *arg)
+static int overflow(rp__mailbox *mb, rp__job *job)
 {
-    rp__reply reply = job->reply;
-
     switch (mb->overflow) {
     case RP_OVERFLOW_DROP_NEW:
-        rp__mailbox_job_free(job);
-        handback(mb, arg, RP_EDROPPED, false, &reply);
+        handback(mb, job->arg, RP_EDROPPED, false, &job->reply);
         return 0;
     case RP_OVERFLOW_DROP_HEAD:
         return evict_and_enqueue(mb, job);
     default:
-        rp__mailbox_job_free(job);
         atomic_fetch_add_explicit(&mb->rejected, 1, memory_order_relaxed);
         return RP_EFULL;
     }
 }
 
-/* A job record from mb's freelist holding fn(arg), or NULL (no memory). */
-static rp__job *new_job(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned,
-                        const rp__reply *reply)
+/* The job fn(arg) (stamped later, by enqueue). */
+static rp__job new_job(rp_job_fn fn, void *arg, bool pinned, const rp__reply *reply)
 {
-    rp__job *job = rp__freelist_get(&mb->jobs);
-
-    if (!job)
-        return NULL;
-    job->fn = fn;
-    job->arg = arg;
-    job->home = mb;
-    job->flags = pinned ? RP__JOB_PINNED : 0;
-    job->reply = reply ? *reply : (rp__reply){0};
-    return job;
+    return (rp__job){.fn = fn,
+                     .arg = arg,
+                     .flags = pinned ? RP__JOB_PINNED : 0,
+                     .reply = reply ? *reply : (rp__reply){0}};
 }
 
 int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned,
                         const rp__reply *reply)
 {
-    rp__job *job;
+    rp__job job = new_job(fn, arg, pinned, reply);
     int closed;
 
     if ((closed = rp__mailbox_closed(mb)) != 0)
         return closed;
-    if (!(job = new_job(mb, fn, arg, pinned, reply)))
-        return RP_ENOMEM;
     if (!try_reserve(mb))
-        return overflow(mb, job, arg);
-    return enqueue_reserved(mb, job);
+        return overflow(mb, &job);
+    return enqueue_reserved(mb, &job);
 }
 
 /* Reserve up to k slots at once; how many were granted. */
@@ -325,14 +301,11 @@ size_t rp__mailbox_push_batch_mp(rp__mailbox *mb, rp_job_fn fn, void *const *arg
     /* One sequence range for the whole run: jobs take base, base+1, ... */
     seq = atomic_fetch_add_explicit(&mb->enqueued, granted, memory_order_relaxed);
     for (i = 0; i < granted; i++) {
-        rp__job *job = new_job(mb, fn, args[i], false, NULL);
+        rp__job job = new_job(fn, args[i], false, NULL);
 
-        if (job) {
-            stamp(mb, job, seq + i);
-            if (rp__lane_push_mp(&mb->stealable, job) == 0)
-                continue;
-            rp__mailbox_job_free(job);
-        }
+        stamp(mb, &job, seq + i);
+        if (RP_LIKELY(rp__lane_push_mp(&mb->stealable, &job) == 0))
+            continue;
         /* Out of memory: the rest were never queued (unreserve signals). */
         atomic_fetch_sub_explicit(&mb->enqueued, granted - i, memory_order_relaxed);
         unreserve(mb, (int64_t)(granted - i));
@@ -345,39 +318,31 @@ size_t rp__mailbox_push_batch_mp(rp__mailbox *mb, rp_job_fn fn, void *const *arg
     return i;
 }
 
-rp__job *rp__mailbox_pop_owner(rp__mailbox *mb)
+bool rp__mailbox_pop_owner(rp__mailbox *mb, rp__job *out)
 {
-    rp__job *job = pop_oldest(mb);
-
-    if (job)
-        atomic_fetch_sub_explicit(&mb->depth, 1, memory_order_seq_cst);
-    return job;
+    if (!pop_oldest(mb, out))
+        return false;
+    atomic_fetch_sub_explicit(&mb->depth, 1, memory_order_seq_cst);
+    return true;
 }
 
-void rp__mailbox_job_free(rp__job *job)
-{
-    rp__freelist_put(&job->home->jobs, job);
-}
-
-void rp__mailbox_hand_back(rp__mailbox *mb, rp__job *job, int reason)
+void rp__mailbox_hand_back(rp__mailbox *mb, const rp__job *job, int reason)
 {
     rp__reply reply = job->reply;
-    void *arg = job->arg;
 
-    rp__mailbox_job_free(job);
-    handback(mb, arg, reason, false, &reply);
+    handback(mb, job->arg, reason, false, &reply);
 }
 
 void rp__mailbox_drain(rp__mailbox *mb, rp__dispose_fn dispose, void *ctx)
 {
     for (;;) {
-        rp__job *job = rp__mailbox_pop_owner(mb);
+        rp__job job;
         uint32_t v;
 
-        if (job) {
+        if (rp__mailbox_pop_owner(mb, &job)) {
             /* Retired after dispose: a job re-routed elsewhere must be
              * accepted there before it stops counting here (wait_idle). */
-            dispose(ctx, job);
+            dispose(ctx, &job);
             atomic_fetch_add_explicit(&mb->retired, 1, memory_order_release);
             continue;
         }
@@ -393,16 +358,12 @@ void rp__mailbox_drain(rp__mailbox *mb, rp__dispose_fn dispose, void *ctx)
     }
 }
 
-unsigned rp__mailbox_steal(rp__mailbox *mb, rp__job **out, unsigned max)
+unsigned rp__mailbox_steal(rp__mailbox *mb, rp__job *out, unsigned max)
 {
     unsigned got = 0;
 
-    while (got < max) {
-        rp__job *job = rp__lane_pop_mc(&mb->stealable);
-        if (!job)
-            break;
-        out[got++] = job;
-    }
+    while (got < max && rp__lane_pop_mc(&mb->stealable, &out[got]))
+        got++;
     if (got == 0)
         return 0;
     atomic_fetch_add_explicit(&mb->stolen_from, got, memory_order_relaxed);

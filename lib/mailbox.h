@@ -15,23 +15,7 @@
 #include "lane.h"
 #include "wait.h"
 
-#define RP__JOB_PINNED 1u
-#define RP__JOB_SAMPLED 2u /* feeds the queue-wait histogram */
-
 typedef struct rp__mailbox rp__mailbox;
-
-/* A job record.  seq comes first: rp__lane_peek_seq() reads it. */
-typedef struct rp__job {
-    _Atomic uint64_t seq; /* enqueue order within the home mailbox */
-    ck_stack_entry_t free;
-    rp_job_fn fn;
-    void *arg;
-    rp__mailbox *home; /* the freelist it returns to */
-    uint32_t flags;
-    rp__reply reply; /* where the answer goes; holds a reference */
-    int64_t enq_ns;  /* enqueue time of a sampled job, else 0 */
-    int32_t submit_tid; /* traced jobs: the submitting thread, else 0 */
-} rp__job;
 
 /* Hands a job that will not run back to its owner (the pool). */
 typedef void (*rp__handback_fn)(void *owner, void *arg, int reason);
@@ -63,7 +47,6 @@ struct rp__mailbox {
     _Atomic uint64_t depth_count, depth_sum;
     rp__lane pinned;
     rp__lane stealable;
-    rp__freelist jobs;
     rp__event ev; /* the owner sleeps here */
 };
 
@@ -94,25 +77,24 @@ int rp__reason_slot(int reason);
  * counts it as retired; the caller handles its arg and reply. */
 void rp__mailbox_count_skipped(rp__mailbox *mb, int reason);
 
-/* Owner: the oldest queued job of either lane, NULL when empty.  The
- * caller runs it and releases it with rp__mailbox_job_free(). */
-rp__job *rp__mailbox_pop_owner(rp__mailbox *mb);
-void rp__mailbox_job_free(rp__job *job);
+/* Owner: take the oldest queued job of either lane into *out; false when
+ * both are empty. */
+bool rp__mailbox_pop_owner(rp__mailbox *mb, rp__job *out);
 
 /* What the owner does with each job left in a closed mailbox. */
 typedef void (*rp__dispose_fn)(void *ctx, rp__job *job);
 
 /* Owner, after rp__mailbox_close(): take every queued job, waiting for
- * in-flight producers, until depth reaches 0, and pass each to dispose
- * (which must free it).  Each counts as retired. */
+ * in-flight producers, until depth reaches 0, and pass each to dispose.
+ * Each counts as retired. */
 void rp__mailbox_drain(rp__mailbox *mb, rp__dispose_fn dispose, void *ctx);
 
-/* Hand a job that left the queue back with reason and free it. */
-void rp__mailbox_hand_back(rp__mailbox *mb, rp__job *job, int reason);
+/* Hand a job that left the queue back with reason. */
+void rp__mailbox_hand_back(rp__mailbox *mb, const rp__job *job, int reason);
 
 /* Thief: take up to max of the oldest stealable jobs (never pinned ones)
- * into out, releasing their slots.  Returns how many. */
-unsigned rp__mailbox_steal(rp__mailbox *mb, rp__job **out, unsigned max);
+ * into out[0..), releasing their slots.  Returns how many. */
+unsigned rp__mailbox_steal(rp__mailbox *mb, rp__job *out, unsigned max);
 
 static inline bool rp__mailbox_has_stealable(rp__mailbox *mb)
 {

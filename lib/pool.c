@@ -204,7 +204,6 @@ static void run_job(rp_routee *r, rp__job *job)
     int32_t submit_tid = job->submit_tid;
     bool sampled = job->flags & RP__JOB_SAMPLED;
 
-    rp__mailbox_job_free(job);
     if (sampled)
         observe_wait(r, enq_ns);
     if (!rp__reply_none(&ctx.reply) && skip_job(r, &ctx.reply, arg))
@@ -392,18 +391,18 @@ static rp_routee *pick_victim(rp_routee *r, int64_t *depth)
  * *searching: whether this routee was woken to steal (pool->searching
  * counts it); cleared here, before handing the search on, or wake_thief()
  * would see the search still running and wake nobody. */
-static rp__job *steal(rp_routee *r, bool *searching)
+static bool steal(rp_routee *r, bool *searching, rp__job *out)
 {
-    rp__job *batch[RP__STEAL_MAX];
     int64_t depth;
     rp_routee *victim = pick_victim(r, &depth);
     unsigned want, got;
 
     if (!victim)
-        return NULL;
+        return false;
     want = depth / 2 < 1 ? 1 : depth / 2 > RP__STEAL_MAX ? RP__STEAL_MAX : (unsigned)(depth / 2);
-    if (!(got = rp__mailbox_steal(&victim->mb, batch, want)))
-        return NULL;
+    /* Into the stolen batch (empty: next_job() only steals then). */
+    if (!(got = rp__mailbox_steal(&victim->mb, r->stolen, want)))
+        return false;
     owner_add(&r->stole, got);
     RP_PROBE4(steal, r->pool->name, r->index, victim->index, got);
     if (RP_UNLIKELY(atomic_load_explicit(&r->pool->trace_sample, memory_order_acquire)) &&
@@ -411,37 +410,33 @@ static rp__job *steal(rp_routee *r, bool *searching)
         rp__trace_event ev = {rp__now_ns(), 0, 0, RP__EV_STEAL, victim->index, got};
         rp__trace_push(r->pool->rings[r->index], &ev);
     }
-    if (got > 1) {
+    *out = r->stolen[0];
+    if (got > 1)
         atomic_fetch_add_explicit(&r->mb.depth, got - 1, memory_order_seq_cst);
-        for (unsigned i = 1; i < got; i++)
-            r->stolen[i - 1] = batch[i];
-        r->stolen_next = 0;
-        r->stolen_count = got - 1;
-    }
+    r->stolen_next = 1;
+    r->stolen_count = got;
     /* More work waits behind the victim: hand the search on. */
     stop_searching(r->pool, searching);
     if (worth_stealing(victim))
         wake_thief(r->pool);
-    return batch[0];
+    return true;
 }
 
-static rp__job *take_stolen(rp_routee *r)
+static bool take_stolen(rp_routee *r, rp__job *out)
 {
     if (r->stolen_next == r->stolen_count)
-        return NULL;
+        return false;
     atomic_fetch_sub_explicit(&r->mb.depth, 1, memory_order_seq_cst);
-    return r->stolen[r->stolen_next++];
+    *out = r->stolen[r->stolen_next++];
+    return true;
 }
 
-static rp__job *next_job(rp_routee *r, bool *searching)
+/* The next job to run into *out: a stolen one we hold, our own oldest, or
+ * a steal.  False when there is none. */
+static bool next_job(rp_routee *r, bool *searching, rp__job *out)
 {
-    rp__job *job = take_stolen(r);
-
-    if (!job)
-        job = rp__mailbox_pop_owner(&r->mb);
-    if (!job && r->pool->steal)
-        job = steal(r, searching);
-    return job;
+    return take_stolen(r, out) || rp__mailbox_pop_owner(&r->mb, out) ||
+           (r->pool->steal && steal(r, searching, out));
 }
 
 /* The thief's last look before it sleeps (after setting its idle bit). */
@@ -499,7 +494,6 @@ static void dispose(void *ctx, rp__job *job)
     if (reason == RP_ESTOPPED && r->pool->steal && !(job->flags & RP__JOB_PINNED) &&
         reroute(r, job) == 0) {
         atomic_fetch_add_explicit(&r->rerouted, 1, memory_order_relaxed);
-        rp__mailbox_job_free(job);
         return;
     }
     rp__mailbox_hand_back(&r->mb, job, reason);
@@ -508,10 +502,10 @@ static void dispose(void *ctx, rp__job *job)
 /* Stop or abort: empty the stolen batch and the mailbox. */
 static void retire(rp_routee *r)
 {
-    rp__job *job;
+    rp__job job;
 
-    while ((job = take_stolen(r)) != NULL) {
-        dispose(r, job);
+    while (take_stolen(r, &job)) {
+        dispose(r, &job);
         atomic_fetch_add_explicit(&r->mb.retired, 1, memory_order_release);
     }
     rp__mailbox_drain(&r->mb, dispose, r);
@@ -658,7 +652,7 @@ static void *routee_main(void *p)
         pin_cpu((unsigned)r->index);
     for (;;) {
         int closed = rp__mailbox_closed(&r->mb);
-        rp__job *job;
+        rp__job job;
 
         if (must_hand_back(r, closed)) {
             retire(r);
@@ -667,10 +661,10 @@ static void *routee_main(void *p)
         /* Busy before the pop: the score depth + busy must not dip to 0
          * between taking a job and starting it. */
         set_busy(r, &busy, true);
-        if ((job = next_job(r, &searching)) != NULL) {
+        if (next_job(r, &searching, &job)) {
             stop_searching(r->pool, &searching);
             set_running(r, &running, true);
-            run_job(r, job);
+            run_job(r, &job);
             continue;
         }
         set_running(r, &running, false);

@@ -47,9 +47,10 @@ struct rp_routee {
     _Atomic int32_t tid; /* kernel thread id, set by the routee at start */
     pthread_t thread;
     bool started;
-    /* Jobs this routee stole and has not run yet (owner-only).  They count
-     * in its depth, so routers see them. */
-    rp__job *stolen[RP__STEAL_MAX];
+    /* The last batch this routee stole; [stolen_next, stolen_count) have
+     * not run yet (owner-only).  They count in its depth, so routers see
+     * them. */
+    rp__job stolen[RP__STEAL_MAX];
     unsigned stolen_next, stolen_count;
     int64_t spin_ns; /* owner-only: this routee's adaptive spin window */
     unsigned spin_fails; /* owner-only: fruitless spins in a row */

@@ -95,7 +95,6 @@ static void *timer_main(void *p)
 {
     rp__timer *t = p;
 
-    pthread_setname_np(pthread_self(), t->name);
     pthread_mutex_lock(&t->mu);
     while (!t->stop) {
         struct timespec ts;
@@ -134,6 +133,9 @@ int rp__timer_start(rp__timer *t, const char *thread_name)
     pthread_condattr_destroy(&ca);
     if ((err = pthread_create(&t->thread, NULL, timer_main, t)) != 0)
         return rp__fail(RP_ESYS, "timer thread: %s", strerror(err));
+    /* Named by its creator, so the name is there when the pool is
+     * (a thread naming itself may not have run yet). */
+    pthread_setname_np(t->thread, t->name);
     t->started = true;
     return 0;
 }

@@ -57,6 +57,8 @@ int rp__lane_init(rp__lane *lane, const rp__arena *arena)
 
     rp__freelist_init(&lane->recs, arena, sizeof(rp__lane_rec), RP_CACHELINE,
                       offsetof(rp__lane_rec, free), RECS_PER_SLAB);
+    lane->spare_first = lane->spare_last = NULL;
+    lane->spare_n = 0;
     stub = rp__freelist_get(&lane->recs);
     if (!stub)
         return RP_ENOMEM;
@@ -97,8 +99,9 @@ int rp__lane_push_mp(rp__lane *lane, const rp__job *job)
 /*
  * ck_fifo_mpmc_dequeue() with the job copied out before the commit (see
  * the top of the file): the same loads, fences and CASes on ck's structure.
+ * Returns the record that became garbage (the old stub), NULL when empty.
  */
-bool rp__lane_pop_mc(rp__lane *lane, rp__job *out)
+static rp__lane_rec *dequeue(rp__lane *lane, rp__job *out)
 {
     ck_fifo_mpmc_t *fifo = &lane->fifo;
     struct ck_fifo_mpmc_pointer head, tail, next, update;
@@ -122,7 +125,7 @@ bool rp__lane_pop_mc(rp__lane *lane, rp__job *out)
              * lane is empty; else the tail lags: forward it. */
             if (next.pointer == NULL) {
                 rp__tsan_ignore_end();
-                return false;
+                return NULL;
             }
             update.generation = tail.generation + 1;
             ck_pr_cas_ptr_2(&fifo->tail, &tail, &update);
@@ -148,9 +151,47 @@ bool rp__lane_pop_mc(rp__lane *lane, rp__job *out)
      * writes happen before this (push, the dequeue that copied it out and
      * ours are ordered through ck's head CAS, which TSan does not see):
      * acquire them before the record is reused. */
-    rp__tsan_acquire(rec_of(head.pointer));
-    rp__freelist_put(&lane->recs, rec_of(head.pointer));
+    rec = rec_of(head.pointer);
+    rp__tsan_acquire(rec);
+    return rec;
+}
+
+bool rp__lane_pop_mc(rp__lane *lane, rp__job *out)
+{
+    rp__lane_rec *garbage = dequeue(lane, out);
+
+    if (!garbage)
+        return false;
+    rp__freelist_put(&lane->recs, garbage);
     return true;
+}
+
+bool rp__lane_pop_owner(rp__lane *lane, rp__job *out)
+{
+    rp__lane_rec *garbage = dequeue(lane, out);
+
+    if (!garbage)
+        return false;
+    /* Released now, as rp__freelist_put() would (the getter acquires). */
+    rp__tsan_release(&garbage->free);
+    rp__tsan_ignore_begin();
+    garbage->free.next = lane->spare_first;
+    rp__tsan_ignore_end();
+    if (!lane->spare_first)
+        lane->spare_last = &garbage->free;
+    lane->spare_first = &garbage->free;
+    if (++lane->spare_n == RP__LANE_SPARE)
+        rp__lane_flush(lane);
+    return true;
+}
+
+void rp__lane_flush(rp__lane *lane)
+{
+    if (!lane->spare_first)
+        return;
+    rp__freelist_put_chain(&lane->recs, lane->spare_first, lane->spare_last);
+    lane->spare_first = lane->spare_last = NULL;
+    lane->spare_n = 0;
 }
 
 uint64_t rp__lane_peek_seq(rp__lane *lane)

@@ -38,7 +38,13 @@ typedef struct rp__lane_rec {
 typedef struct rp__lane {
     ck_fifo_mpmc_t fifo; /* head and tail on separate cache lines */
     rp__freelist recs;   /* this lane's own records, never shared */
+    /* The owner's freed records, returned to recs RP__LANE_SPARE at a
+     * time (owner-only; see rp__lane_pop_owner). */
+    alignas(64) ck_stack_entry_t *spare_first, *spare_last;
+    unsigned spare_n;
 } rp__lane;
+
+#define RP__LANE_SPARE 32u
 
 int rp__lane_init(rp__lane *lane, const rp__arena *arena);
 void rp__lane_destroy(rp__lane *lane);
@@ -47,6 +53,13 @@ void rp__lane_destroy(rp__lane *lane);
 int rp__lane_push_mp(rp__lane *lane, const rp__job *job);
 /* Take the oldest job into *out; false when the lane is empty. */
 bool rp__lane_pop_mc(rp__lane *lane, rp__job *out);
+/* The same for the lane's one owner thread: the record it frees is kept
+ * aside and returned with the next RP__LANE_SPARE in one CAS, so
+ * producers find the freelist's head in their own cache most of the
+ * time.  The owner calls rp__lane_flush() before it sleeps. */
+bool rp__lane_pop_owner(rp__lane *lane, rp__job *out);
+/* Owner: return the records kept aside. */
+void rp__lane_flush(rp__lane *lane);
 /* Sequence number of the oldest job, UINT64_MAX when empty.  A hint: a
  * concurrent pop may take that job first. */
 uint64_t rp__lane_peek_seq(rp__lane *lane);

@@ -107,14 +107,17 @@ static void handback(rp__mailbox *mb, void *arg, int reason, bool was_queued,
 }
 
 /* The oldest queued job of either lane into *out, without touching
- * depth; false when both are empty. */
-static bool pop_oldest(rp__mailbox *mb, rp__job *out)
+ * depth; false when both are empty.  owner: called by the mailbox's owner
+ * thread (keeps freed records aside, rp__lane_pop_owner). */
+static bool pop_oldest(rp__mailbox *mb, rp__job *out, bool owner)
 {
     bool pinned_first = rp__lane_peek_seq(&mb->pinned) <=
                         rp__lane_peek_seq(&mb->stealable);
     rp__lane *first = pinned_first ? &mb->pinned : &mb->stealable;
     rp__lane *second = pinned_first ? &mb->stealable : &mb->pinned;
 
+    if (owner)
+        return rp__lane_pop_owner(first, out) || rp__lane_pop_owner(second, out);
     return rp__lane_pop_mc(first, out) || rp__lane_pop_mc(second, out);
 }
 
@@ -201,7 +204,7 @@ static int evict_and_enqueue(rp__mailbox *mb, rp__job *job)
         rp__job victim;
         int closed;
 
-        if (!pop_oldest(mb, &victim)) {
+        if (!pop_oldest(mb, &victim, false)) {
             if (try_reserve(mb))
                 break;
             sched_yield();
@@ -320,10 +323,16 @@ size_t rp__mailbox_push_batch_mp(rp__mailbox *mb, rp_job_fn fn, void *const *arg
 
 bool rp__mailbox_pop_owner(rp__mailbox *mb, rp__job *out)
 {
-    if (!pop_oldest(mb, out))
+    if (!pop_oldest(mb, out, true))
         return false;
     atomic_fetch_sub_explicit(&mb->depth, 1, memory_order_seq_cst);
     return true;
+}
+
+void rp__mailbox_flush(rp__mailbox *mb)
+{
+    rp__lane_flush(&mb->pinned);
+    rp__lane_flush(&mb->stealable);
 }
 
 void rp__mailbox_hand_back(rp__mailbox *mb, const rp__job *job, int reason)

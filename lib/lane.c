@@ -72,12 +72,8 @@ void rp__lane_destroy(rp__lane *lane)
     rp__freelist_destroy(&lane->recs);
 }
 
-int rp__lane_push_mp(rp__lane *lane, const rp__job *job)
+static void fill(rp__lane_rec *rec, const rp__job *job)
 {
-    rp__lane_rec *rec = rp__freelist_get(&lane->recs);
-
-    if (!rec)
-        return RP_ENOMEM;
     rec->job.fn = job->fn;
     rec->job.arg = job->arg;
     rec->job.flags = job->flags;
@@ -90,10 +86,84 @@ int rp__lane_push_mp(rp__lane *lane, const rp__job *job)
     /* The record's fields were written by this thread; the consumer that
      * pops it acquires them (pairs with rp__tsan_acquire in pop). */
     rp__tsan_release(rec);
+}
+
+int rp__lane_push_mp(rp__lane *lane, const rp__job *job)
+{
+    rp__lane_rec *rec = rp__freelist_get(&lane->recs);
+
+    if (!rec)
+        return RP_ENOMEM;
+    fill(rec, job);
     rp__tsan_ignore_begin();
     ck_fifo_mpmc_enqueue(&lane->fifo, &rec->fifo, rec);
     rp__tsan_ignore_end();
     return 0;
+}
+
+/*
+ * ck_fifo_mpmc_enqueue() of a chain first ... last that is linked already:
+ * the same loads, fences and CASes; only the last CAS forwards the tail to
+ * the chain's end.  If another thread forwards it first, it goes one node
+ * at a time along the chain's links, as it would over any lagging tail.
+ * Runs inside an ignore region.
+ */
+static void enqueue_chain(ck_fifo_mpmc_t *fifo, ck_fifo_mpmc_entry_t *first,
+                          ck_fifo_mpmc_entry_t *last)
+{
+    struct ck_fifo_mpmc_pointer tail, next, update;
+
+    ck_pr_fence_store_atomic();
+    for (;;) {
+        tail.generation = ck_pr_load_ptr(&fifo->tail.generation);
+        ck_pr_fence_load();
+        tail.pointer = ck_pr_load_ptr(&fifo->tail.pointer);
+        next.generation = ck_pr_load_ptr(&tail.pointer->next.generation);
+        ck_pr_fence_load();
+        next.pointer = ck_pr_load_ptr(&tail.pointer->next.pointer);
+        if (ck_pr_load_ptr(&fifo->tail.generation) != tail.generation)
+            continue;
+        if (next.pointer != NULL) {
+            update.pointer = next.pointer;
+            update.generation = tail.generation + 1;
+            ck_pr_cas_ptr_2(&fifo->tail, &tail, &update);
+        } else {
+            update.pointer = first;
+            update.generation = next.generation + 1;
+            if (ck_pr_cas_ptr_2(&tail.pointer->next, &next, &update))
+                break;
+        }
+    }
+    ck_pr_fence_atomic();
+    update.pointer = last;
+    update.generation = tail.generation + 1;
+    ck_pr_cas_ptr_2(&fifo->tail, &tail, &update);
+}
+
+size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n)
+{
+    rp__lane_rec *recs[RP__LANE_CHAIN_MAX];
+    size_t got;
+
+    if (n > RP__LANE_CHAIN_MAX)
+        n = RP__LANE_CHAIN_MAX;
+    for (got = 0; got < n; got++) {
+        if (!(recs[got] = rp__freelist_get(&lane->recs)))
+            break;
+        fill(recs[got], &jobs[got]);
+    }
+    if (got == 0)
+        return 0;
+    /* Link them as ck_fifo_mpmc_enqueue() prepares one entry. */
+    rp__tsan_ignore_begin();
+    for (size_t i = 0; i < got; i++) {
+        recs[i]->fifo.value = recs[i];
+        recs[i]->fifo.next.pointer = i + 1 < got ? &recs[i + 1]->fifo : NULL;
+        recs[i]->fifo.next.generation = 0;
+    }
+    enqueue_chain(&lane->fifo, &recs[0]->fifo, &recs[got - 1]->fifo);
+    rp__tsan_ignore_end();
+    return got;
 }
 
 /*

@@ -51,6 +51,11 @@ void rp__lane_destroy(rp__lane *lane);
 /* Append a copy of *job.  0, or RP_ENOMEM when no record could be
  * allocated. */
 int rp__lane_push_mp(rp__lane *lane, const rp__job *job);
+/* Append copies of jobs[0..n), in order, with one link of the queue (the
+ * records are chained first).  Returns how many: fewer than n only when
+ * records ran out (then the first ones).  n at most RP__LANE_CHAIN_MAX. */
+#define RP__LANE_CHAIN_MAX 64u
+size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n);
 /* Take the oldest job into *out; false when the lane is empty. */
 bool rp__lane_pop_mc(rp__lane *lane, rp__job *out);
 /* The same for the lane's one owner thread: the record it frees is kept

@@ -303,11 +303,18 @@ size_t rp__mailbox_push_batch_mp(rp__mailbox *mb, rp_job_fn fn, void *const *arg
     }
     /* One sequence range for the whole run: jobs take base, base+1, ... */
     seq = atomic_fetch_add_explicit(&mb->enqueued, granted, memory_order_relaxed);
-    for (i = 0; i < granted; i++) {
-        rp__job job = new_job(fn, args[i], false, NULL);
+    for (i = 0; i < granted;) {
+        rp__job jobs[RP__LANE_CHAIN_MAX];
+        size_t m = granted - i < RP__LANE_CHAIN_MAX ? granted - i : RP__LANE_CHAIN_MAX, put;
 
-        stamp(mb, &job, seq + i);
-        if (RP_LIKELY(rp__lane_push_mp(&mb->stealable, &job) == 0))
+        for (size_t j = 0; j < m; j++) {
+            jobs[j] = new_job(fn, args[i + j], false, NULL);
+            stamp(mb, &jobs[j], seq + i + j);
+        }
+        /* One link into the lane per chain. */
+        put = rp__lane_push_n(&mb->stealable, jobs, m);
+        i += put;
+        if (RP_LIKELY(put == m))
             continue;
         /* Out of memory: the rest were never queued (unreserve signals). */
         atomic_fetch_sub_explicit(&mb->enqueued, granted - i, memory_order_relaxed);

@@ -147,13 +147,17 @@ size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n)
 
     if (n > RP__LANE_CHAIN_MAX)
         n = RP__LANE_CHAIN_MAX;
+    /* All records first, then the writes: a get's locked CAS would wait
+     * for the previous record's stores (cache misses) to drain. */
     for (got = 0; got < n; got++) {
         if (!(recs[got] = rp__freelist_get(&lane->recs)))
             break;
-        fill(recs[got], &jobs[got]);
+        __builtin_prefetch((char *)recs[got] + RP_CACHELINE, 1);
     }
     if (got == 0)
         return 0;
+    for (size_t i = 0; i < got; i++)
+        fill(recs[i], &jobs[i]);
     /* Link them as ck_fifo_mpmc_enqueue() prepares one entry. */
     rp__tsan_ignore_begin();
     for (size_t i = 0; i < got; i++) {

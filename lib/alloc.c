@@ -185,23 +185,6 @@ void rp__freelist_put(rp__freelist *fl, void *rec)
     rp__tsan_ignore_end();
 }
 
-void rp__freelist_put_chain(rp__freelist *fl, ck_stack_entry_t *first, ck_stack_entry_t *last)
-{
-    ck_stack_entry_t *head;
-
-    /* ck_stack_push_upmc() with a chain: a push compares the head pointer
-     * only (no ABA: nothing is read through the old head). */
-    rp__tsan_ignore_begin();
-    head = ck_pr_load_ptr(&fl->free.head);
-    last->next = head;
-    ck_pr_fence_store();
-    while (!ck_pr_cas_ptr_value(&fl->free.head, head, first, &head)) {
-        last->next = head;
-        ck_pr_fence_store();
-    }
-    rp__tsan_ignore_end();
-}
-
 void rp__freelist_destroy(rp__freelist *fl)
 {
     ck_stack_entry_t *e = ck_stack_batch_pop_upmc(&fl->slabs);

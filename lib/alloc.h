@@ -53,9 +53,6 @@ void rp__freelist_init(rp__freelist *fl, const rp__arena *arena, size_t size,
 void *rp__freelist_get(rp__freelist *fl);
 /* Return a record.  Thread-safe. */
 void rp__freelist_put(rp__freelist *fl, void *rec);
-/* Return a chain of records linked through their entries (first ... last,
- * last's link is overwritten) with one CAS.  Thread-safe. */
-void rp__freelist_put_chain(rp__freelist *fl, ck_stack_entry_t *first, ck_stack_entry_t *last);
 /* Free every slab.  No other thread may use the freelist any more. */
 void rp__freelist_destroy(rp__freelist *fl);
 

@@ -30,6 +30,19 @@
  *     same lane: the entry still lands in this lane.
  * The second point is why records must never migrate between lanes: one
  * reused in another lane would carry a stale enqueuer's job there.
+ *
+ * Magazines.  A freelist is a linked stack: taking a record reads the link
+ * the freeing thread wrote into it, a cache miss per record that no
+ * prefetch can hide (the next address is in the missing line).  So the
+ * owner, which frees almost every record of its lanes, puts them into a
+ * magazine instead - an array of RP__LANE_MAG pointers - and hands the
+ * full magazine to producers with one CAS.  Producers take records from
+ * the array: the addresses are known ahead, so the record lines are
+ * prefetched, and nothing is written into a free record.  The magazine
+ * producers take from is exchanged out of lane->taking and back in by
+ * each get: whoever holds it owns it, no ABA.  Empty magazines go back to
+ * the owner.  Thieves and evicting producers, which free few records, use
+ * the lane's freelist (producers fall back to it when no magazine is full).
  */
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -57,8 +70,12 @@ int rp__lane_init(rp__lane *lane, const rp__arena *arena)
 
     rp__freelist_init(&lane->recs, arena, sizeof(rp__lane_rec), RP_CACHELINE,
                       offsetof(rp__lane_rec, free), RECS_PER_SLAB);
-    lane->spare_first = lane->spare_last = NULL;
-    lane->spare_n = 0;
+    lane->arena = arena;
+    ck_stack_init(&lane->full);
+    ck_stack_init(&lane->empty);
+    ck_stack_init(&lane->all);
+    atomic_init(&lane->taking, NULL);
+    lane->filling = NULL;
     stub = rp__freelist_get(&lane->recs);
     if (!stub)
         return RP_ENOMEM;
@@ -69,7 +86,82 @@ int rp__lane_init(rp__lane *lane, const rp__arena *arena)
 
 void rp__lane_destroy(rp__lane *lane)
 {
+    ck_stack_entry_t *e = ck_stack_batch_pop_upmc(&lane->all);
+
+    while (e) {
+        rp__lane_mag *m = (rp__lane_mag *)((char *)e - offsetof(rp__lane_mag, all));
+        e = e->next;
+        rp__arena_free(lane->arena, m, sizeof *m, RP_CACHELINE);
+    }
     rp__freelist_destroy(&lane->recs);
+}
+
+static rp__lane_mag *mag_pop(ck_stack_t *stack)
+{
+    ck_stack_entry_t *e;
+
+    rp__tsan_ignore_begin();
+    e = ck_stack_pop_mpmc(stack);
+    rp__tsan_ignore_end();
+    if (!e)
+        return NULL;
+    rp__tsan_acquire(e); /* pairs with mag_push: the array's contents */
+    return (rp__lane_mag *)((char *)e - offsetof(rp__lane_mag, link));
+}
+
+static void mag_push(ck_stack_t *stack, rp__lane_mag *m)
+{
+    rp__tsan_release(&m->link);
+    rp__tsan_ignore_begin();
+    ck_stack_push_mpmc(stack, &m->link);
+    rp__tsan_ignore_end();
+}
+
+/* Producers: put back the magazine they took records from. */
+static void mag_return(rp__lane *lane, rp__lane_mag *m)
+{
+    rp__lane_mag *old;
+
+    if (m->n == 0) {
+        mag_push(&lane->empty, m);
+        return;
+    }
+    old = atomic_exchange_explicit(&lane->taking, m, memory_order_acq_rel);
+    if (old) /* another producer put one back meanwhile */
+        mag_push(&lane->full, old);
+}
+
+/* Up to n free records into out: from magazines first, then from the
+ * freelist (which grows).  Returns how many (fewer: out of memory). */
+static size_t get_recs(rp__lane *lane, rp__lane_rec **out, size_t n)
+{
+    rp__lane_mag *m = atomic_exchange_explicit(&lane->taking, NULL, memory_order_acq_rel);
+    size_t got = 0;
+
+    while (got < n) {
+        if (!m || m->n == 0) {
+            if (m)
+                mag_push(&lane->empty, m);
+            if (!(m = mag_pop(&lane->full)))
+                break;
+        }
+        out[got] = m->recs[--m->n];
+        rp__tsan_acquire(out[got]); /* pairs with the owner's release */
+        __builtin_prefetch(out[got], 1);
+        __builtin_prefetch((char *)out[got] + RP_CACHELINE, 1);
+        got++;
+    }
+    if (m) {
+        /* The next get's record: its lines are on their way. */
+        if (m->n) {
+            __builtin_prefetch(m->recs[m->n - 1], 1);
+            __builtin_prefetch((char *)m->recs[m->n - 1] + RP_CACHELINE, 1);
+        }
+        mag_return(lane, m);
+    }
+    while (got < n && (out[got] = rp__freelist_get(&lane->recs)) != NULL)
+        got++;
+    return got;
 }
 
 static void fill(rp__lane_rec *rec, const rp__job *job)
@@ -90,9 +182,9 @@ static void fill(rp__lane_rec *rec, const rp__job *job)
 
 int rp__lane_push_mp(rp__lane *lane, const rp__job *job)
 {
-    rp__lane_rec *rec = rp__freelist_get(&lane->recs);
+    rp__lane_rec *rec;
 
-    if (!rec)
+    if (get_recs(lane, &rec, 1) == 0)
         return RP_ENOMEM;
     fill(rec, job);
     rp__tsan_ignore_begin();
@@ -147,14 +239,10 @@ size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n)
 
     if (n > RP__LANE_CHAIN_MAX)
         n = RP__LANE_CHAIN_MAX;
-    /* All records first, then the writes: a get's locked CAS would wait
-     * for the previous record's stores (cache misses) to drain. */
-    for (got = 0; got < n; got++) {
-        if (!(recs[got] = rp__freelist_get(&lane->recs)))
-            break;
-        __builtin_prefetch((char *)recs[got] + RP_CACHELINE, 1);
-    }
-    if (got == 0)
+    /* All records first, then the writes: a get's locked instruction
+     * would wait for the previous record's stores (cache misses) to
+     * drain. */
+    if ((got = get_recs(lane, recs, n)) == 0)
         return 0;
     for (size_t i = 0; i < got; i++)
         fill(recs[i], &jobs[i]);
@@ -240,32 +328,70 @@ bool rp__lane_pop_mc(rp__lane *lane, rp__job *out)
     return true;
 }
 
+/* An empty magazine (the owner's or a new one); NULL: out of memory. */
+static rp__lane_mag *mag_empty(rp__lane *lane)
+{
+    rp__lane_mag *m = mag_pop(&lane->empty);
+
+    if (m)
+        return m;
+    if (!(m = rp__arena_alloc(lane->arena, sizeof *m, RP_CACHELINE)))
+        return NULL;
+    rp__tsan_ignore_begin();
+    ck_stack_push_upmc(&lane->all, &m->all);
+    rp__tsan_ignore_end();
+    return m;
+}
+
+unsigned rp__lane_steal(rp__lane *lane, rp__job *out, unsigned max)
+{
+    rp__lane_rec *garbage[RP__LANE_MAG];
+    rp__lane_mag *m;
+    unsigned got = 0;
+
+    if (max > RP__LANE_MAG)
+        max = RP__LANE_MAG;
+    while (got < max && (garbage[got] = dequeue(lane, &out[got])) != NULL)
+        got++;
+    if (got == 0)
+        return 0;
+    if (!(m = mag_empty(lane))) {
+        for (unsigned i = 0; i < got; i++)
+            rp__freelist_put(&lane->recs, garbage[i]);
+        return got;
+    }
+    for (unsigned i = 0; i < got; i++) {
+        rp__tsan_release(garbage[i]);
+        m->recs[i] = garbage[i];
+    }
+    m->n = got;
+    mag_push(&lane->full, m);
+    return got;
+}
+
 bool rp__lane_pop_owner(rp__lane *lane, rp__job *out)
 {
     rp__lane_rec *garbage = dequeue(lane, out);
 
     if (!garbage)
         return false;
-    /* Released now, as rp__freelist_put() would (the getter acquires). */
-    rp__tsan_release(&garbage->free);
-    rp__tsan_ignore_begin();
-    garbage->free.next = lane->spare_first;
-    rp__tsan_ignore_end();
-    if (!lane->spare_first)
-        lane->spare_last = &garbage->free;
-    lane->spare_first = &garbage->free;
-    if (++lane->spare_n == RP__LANE_SPARE)
+    if (!lane->filling && !(lane->filling = mag_empty(lane))) {
+        rp__freelist_put(&lane->recs, garbage); /* no magazine */
+        return true;
+    }
+    rp__tsan_release(garbage); /* pairs with the getter's acquire */
+    lane->filling->recs[lane->filling->n++] = garbage;
+    if (lane->filling->n == RP__LANE_MAG)
         rp__lane_flush(lane);
     return true;
 }
 
 void rp__lane_flush(rp__lane *lane)
 {
-    if (!lane->spare_first)
+    if (!lane->filling || lane->filling->n == 0)
         return;
-    rp__freelist_put_chain(&lane->recs, lane->spare_first, lane->spare_last);
-    lane->spare_first = lane->spare_last = NULL;
-    lane->spare_n = 0;
+    mag_push(&lane->full, lane->filling);
+    lane->filling = NULL;
 }
 
 uint64_t rp__lane_peek_seq(rp__lane *lane)

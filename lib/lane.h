@@ -35,16 +35,30 @@ typedef struct rp__lane_rec {
     rp__job job;
 } rp__lane_rec;
 
+/* A magazine: up to RP__LANE_MAG free records of one lane, as an array
+ * (see lane.c, "Magazines"). */
+#define RP__LANE_MAG 32u
+typedef struct rp__lane_mag {
+    ck_stack_entry_t link; /* in full or empty */
+    ck_stack_entry_t all;  /* in all, until the lane is destroyed */
+    unsigned n;
+    rp__lane_rec *recs[RP__LANE_MAG];
+} rp__lane_mag;
+
 typedef struct rp__lane {
     ck_fifo_mpmc_t fifo; /* head and tail on separate cache lines */
     rp__freelist recs;   /* this lane's own records, never shared */
-    /* The owner's freed records, returned to recs RP__LANE_SPARE at a
-     * time (owner-only; see rp__lane_pop_owner). */
-    alignas(64) ck_stack_entry_t *spare_first, *spare_last;
-    unsigned spare_n;
+    const rp__arena *arena;
+    /* Magazines: full ones for producers, empty ones for the owner. */
+    alignas(64) ck_stack_t full __attribute__((aligned(16)));
+    ck_stack_t empty __attribute__((aligned(16)));
+    ck_stack_t all;
+    /* The magazine producers are taking records from (exchanged out and
+     * back in by each get). */
+    alignas(64) _Atomic(rp__lane_mag *) taking;
+    /* The magazine the owner is filling (owner-only). */
+    alignas(64) rp__lane_mag *filling;
 } rp__lane;
-
-#define RP__LANE_SPARE 32u
 
 int rp__lane_init(rp__lane *lane, const rp__arena *arena);
 void rp__lane_destroy(rp__lane *lane);
@@ -58,12 +72,14 @@ int rp__lane_push_mp(rp__lane *lane, const rp__job *job);
 size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n);
 /* Take the oldest job into *out; false when the lane is empty. */
 bool rp__lane_pop_mc(rp__lane *lane, rp__job *out);
-/* The same for the lane's one owner thread: the record it frees is kept
- * aside and returned with the next RP__LANE_SPARE in one CAS, so
- * producers find the freelist's head in their own cache most of the
- * time.  The owner calls rp__lane_flush() before it sleeps. */
+/* The same for the lane's one owner thread: the record it frees goes into
+ * the magazine it fills, handed to producers RP__LANE_MAG at a time.  The
+ * owner calls rp__lane_flush() before it sleeps. */
 bool rp__lane_pop_owner(rp__lane *lane, rp__job *out);
-/* Owner: return the records kept aside. */
+/* A thief: take up to max of the oldest jobs into out[0..); the records
+ * freed go to producers in one magazine.  Returns how many. */
+unsigned rp__lane_steal(rp__lane *lane, rp__job *out, unsigned max);
+/* Owner: hand the magazine being filled to producers, however full. */
 void rp__lane_flush(rp__lane *lane);
 /* Sequence number of the oldest job, UINT64_MAX when empty.  A hint: a
  * concurrent pop may take that job first. */

@@ -53,6 +53,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "peer_floor.h"
@@ -1085,7 +1086,10 @@ static void preamble(void)
 
     bench_machine_get(&m);
     if (g_idle_spin_us == RP_IDLE_SPIN_US_AUTO)
-        printf("# rp-bench-tiny (routepool %s), routepool idle spin: automatic\n", rp_version());
+        printf("# rp-bench-tiny (routepool %s), routepool idle spin: automatic (%s)\n",
+               rp_version(), sysconf(_SC_NPROCESSORS_ONLN) > 2
+                                 ? "50 us: CPUs to spare"
+                                 : "none: no CPU to spare; a routee yields once before sleeping");
     else
         printf("# rp-bench-tiny (routepool %s), routepool idle spin %u us\n", rp_version(),
                g_idle_spin_us);

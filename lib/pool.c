@@ -583,6 +583,24 @@ static bool spin_for_work(rp_routee *r)
     return found;
 }
 
+/*
+ * Without a spin window chosen automatically (no CPU to spare): give the
+ * CPU away once before sleeping.  A submitter that shares this CPU runs
+ * now and may queue the next job, which this routee then takes without a
+ * futex sleep and wake-up (the wake-up costs the submitter a system call
+ * and, in a VM, an interprocessor interrupt).  Alone on its CPU the yield
+ * returns at once.  One yield per idle transition: no busy-waiting.
+ * Measured on 2 vCPUs, 1 submitter, 2 routees, empty jobs: 130 -> 74
+ * ns/job with stealing off, 135 -> 105 with it on (docs/performance.md).
+ */
+static bool yield_for_work(rp_routee *r)
+{
+    if (!r->pool->idle_yield)
+        return false;
+    sched_yield();
+    return spin_found(r, 0);
+}
+
 /* Sleep until there may be work, or a reason to exit. */
 static void idle_sleep(rp_routee *r, bool *searching)
 {
@@ -673,7 +691,7 @@ static void *routee_main(void *p)
         rp__mailbox_flush(&r->mb);
         if (closed && rp__mailbox_depth(&r->mb) == 0)
             break; /* drained */
-        if (!spin_for_work(r))
+        if (!spin_for_work(r) && !yield_for_work(r))
             idle_sleep(r, &searching);
     }
     stop_searching(r->pool, &searching);
@@ -829,6 +847,7 @@ int rp_pool_create(rp_pool **out, const rp_pool_options *opts)
     pool->pin_cpus = opts->pin_cpus;
     pool->steal = opts->steal;
     pool->spin_ns = (int64_t)spin_us(opts->idle_spin_us, n) * 1000;
+    pool->idle_yield = opts->idle_spin_us == RP_IDLE_SPIN_US_AUTO && pool->spin_ns == 0;
     pool->max_spinners = n / 2 ? n / 2 : 1;
     atomic_init(&pool->spinners, 0);
     atomic_init(&pool->searching, 0);

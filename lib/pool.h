@@ -53,6 +53,9 @@ struct rp_pool {
      * many routees spin now, at most max_spinners. */
     int64_t spin_ns;
     unsigned max_spinners;
+    /* No spin window but RP_IDLE_SPIN_US_AUTO: yield once before sleeping
+     * (yield_for_work in pool.c). */
+    bool idle_yield;
     RP_ALIGNED _Atomic unsigned spinners;
     RP_ALIGNED _Atomic int searching;
     RP_ALIGNED _Atomic uint64_t idle_bits[RP_ROUTEES_MAX / 64];

@@ -141,7 +141,11 @@ typedef struct rp_pool_options {
      *  vCPUs with 2 routees: p50 sojourn 2.6-3.4x worse at 50% load,
      *  docs/performance.md).  0 disables spinning.  Default
      *  RP_IDLE_SPIN_US_AUTO: RP_IDLE_SPIN_US_SPARE when online CPUs
-     *  outnumber the routees, else 0.  At most RP_IDLE_SPIN_US_MAX. */
+     *  outnumber the routees; else no spinning, but a routee yields its
+     *  CPU once (sched_yield) before it sleeps, so a submitter sharing
+     *  the CPU can queue the next job first (empty jobs from 1 submitter
+     *  to 2 routees on 2 vCPUs: 130 -> 74 ns/job).  An explicit value,
+     *  0 included, never yields.  At most RP_IDLE_SPIN_US_MAX. */
     unsigned idle_spin_us;
     /** Keep metrics beyond the counters always kept: busy time and the
      *  sampled depth and queue-wait histograms (routepool/metrics.h).

@@ -109,6 +109,7 @@ void rp__freelist_init(rp__freelist *fl, const rp__arena *arena, size_t size,
     fl->size = (size + align - 1) / align * align;
     fl->link_off = link_off;
     fl->per_slab = per_slab;
+    atomic_init(&fl->records, 0);
 }
 
 static ck_stack_entry_t *link_of(const rp__freelist *fl, void *rec)
@@ -132,6 +133,7 @@ static void *grow(rp__freelist *fl)
     if (!s)
         return NULL;
     s->bytes = bytes;
+    atomic_fetch_add_explicit(&fl->records, fl->per_slab, memory_order_relaxed);
     rp__tsan_ignore_begin();
     ck_stack_push_upmc(&fl->slabs, &s->link);
     rp__tsan_ignore_end();

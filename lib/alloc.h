@@ -6,6 +6,7 @@
 #define RP_ALLOC_H
 
 #include <ck_stack.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -44,6 +45,7 @@ typedef struct rp__freelist {
     size_t align;
     size_t link_off;
     unsigned per_slab;
+    _Atomic size_t records; /* carved so far (slabs * per_slab) */
 } rp__freelist;
 
 void rp__freelist_init(rp__freelist *fl, const rp__arena *arena, size_t size,

@@ -41,8 +41,12 @@
  * prefetched, and nothing is written into a free record.  The magazine
  * producers take from is exchanged out of lane->taking and back in by
  * each get: whoever holds it owns it, no ABA.  Empty magazines go back to
- * the owner.  Thieves and evicting producers, which free few records, use
- * the lane's freelist (producers fall back to it when no magazine is full).
+ * the owner.  Only full magazines are handed over (the owner keeps a
+ * partial one while it sleeps: at most RP__LANE_MAG - 1 records), so a
+ * lane needs about one magazine per RP__LANE_MAG free records and their
+ * number stops growing with the records' high-water mark.  Thieves and
+ * evicting producers, which free a few records at a time, use the lane's
+ * freelist; producers fall back to it when no magazine is full.
  */
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -64,38 +68,6 @@ static rp__lane_rec *rec_of(ck_fifo_mpmc_entry_t *e)
     return (rp__lane_rec *)((char *)e - offsetof(rp__lane_rec, fifo));
 }
 
-int rp__lane_init(rp__lane *lane, const rp__arena *arena)
-{
-    rp__lane_rec *stub;
-
-    rp__freelist_init(&lane->recs, arena, sizeof(rp__lane_rec), RP_CACHELINE,
-                      offsetof(rp__lane_rec, free), RECS_PER_SLAB);
-    lane->arena = arena;
-    ck_stack_init(&lane->full);
-    ck_stack_init(&lane->empty);
-    ck_stack_init(&lane->all);
-    atomic_init(&lane->taking, NULL);
-    lane->filling = NULL;
-    stub = rp__freelist_get(&lane->recs);
-    if (!stub)
-        return RP_ENOMEM;
-    atomic_store_explicit(&stub->job.seq, UINT64_MAX, memory_order_relaxed);
-    ck_fifo_mpmc_init(&lane->fifo, &stub->fifo);
-    return 0;
-}
-
-void rp__lane_destroy(rp__lane *lane)
-{
-    ck_stack_entry_t *e = ck_stack_batch_pop_upmc(&lane->all);
-
-    while (e) {
-        rp__lane_mag *m = (rp__lane_mag *)((char *)e - offsetof(rp__lane_mag, all));
-        e = e->next;
-        rp__arena_free(lane->arena, m, sizeof *m, RP_CACHELINE);
-    }
-    rp__freelist_destroy(&lane->recs);
-}
-
 static rp__lane_mag *mag_pop(ck_stack_t *stack)
 {
     ck_stack_entry_t *e;
@@ -115,6 +87,70 @@ static void mag_push(ck_stack_t *stack, rp__lane_mag *m)
     rp__tsan_ignore_begin();
     ck_stack_push_mpmc(stack, &m->link);
     rp__tsan_ignore_end();
+}
+
+/*
+ * Make magazines as records are made: one per RP__LANE_MAG records, and
+ * two more, so the free records always fit and no magazine is allocated
+ * in a steady state (rp-bench-memory counts allocations).  Called after
+ * the freelist may have grown; thread-safe.  Out of memory: fewer (the
+ * owner then frees into the freelist).
+ */
+static void make_mags(rp__lane *lane)
+{
+    size_t want = atomic_load_explicit(&lane->recs.records, memory_order_relaxed) / RP__LANE_MAG + 2;
+    size_t have = atomic_load_explicit(&lane->mags, memory_order_relaxed);
+
+    while (have < want) {
+        rp__lane_mag *m;
+
+        if (!atomic_compare_exchange_weak_explicit(&lane->mags, &have, have + 1,
+                                                   memory_order_relaxed, memory_order_relaxed))
+            continue;
+        if (!(m = rp__arena_alloc(lane->arena, sizeof *m, RP_CACHELINE))) {
+            atomic_fetch_sub_explicit(&lane->mags, 1, memory_order_relaxed);
+            return;
+        }
+        rp__tsan_ignore_begin();
+        ck_stack_push_upmc(&lane->all, &m->all);
+        rp__tsan_ignore_end();
+        mag_push(&lane->empty, m);
+        have++;
+    }
+}
+
+int rp__lane_init(rp__lane *lane, const rp__arena *arena)
+{
+    rp__lane_rec *stub;
+
+    rp__freelist_init(&lane->recs, arena, sizeof(rp__lane_rec), RP_CACHELINE,
+                      offsetof(rp__lane_rec, free), RECS_PER_SLAB);
+    lane->arena = arena;
+    ck_stack_init(&lane->full);
+    ck_stack_init(&lane->empty);
+    ck_stack_init(&lane->all);
+    atomic_init(&lane->taking, NULL);
+    lane->filling = NULL;
+    atomic_init(&lane->mags, 0);
+    stub = rp__freelist_get(&lane->recs);
+    if (!stub)
+        return RP_ENOMEM;
+    make_mags(lane);
+    atomic_store_explicit(&stub->job.seq, UINT64_MAX, memory_order_relaxed);
+    ck_fifo_mpmc_init(&lane->fifo, &stub->fifo);
+    return 0;
+}
+
+void rp__lane_destroy(rp__lane *lane)
+{
+    ck_stack_entry_t *e = ck_stack_batch_pop_upmc(&lane->all);
+
+    while (e) {
+        rp__lane_mag *m = (rp__lane_mag *)((char *)e - offsetof(rp__lane_mag, all));
+        e = e->next;
+        rp__arena_free(lane->arena, m, sizeof *m, RP_CACHELINE);
+    }
+    rp__freelist_destroy(&lane->recs);
 }
 
 /* Producers: put back the magazine they took records from. */
@@ -159,8 +195,14 @@ static size_t get_recs(rp__lane *lane, rp__lane_rec **out, size_t n)
         }
         mag_return(lane, m);
     }
-    while (got < n && (out[got] = rp__freelist_get(&lane->recs)) != NULL)
-        got++;
+    if (got < n) {
+        size_t before = atomic_load_explicit(&lane->recs.records, memory_order_relaxed);
+
+        while (got < n && (out[got] = rp__freelist_get(&lane->recs)) != NULL)
+            got++;
+        if (atomic_load_explicit(&lane->recs.records, memory_order_relaxed) != before)
+            make_mags(lane);
+    }
     return got;
 }
 
@@ -328,46 +370,6 @@ bool rp__lane_pop_mc(rp__lane *lane, rp__job *out)
     return true;
 }
 
-/* An empty magazine (the owner's or a new one); NULL: out of memory. */
-static rp__lane_mag *mag_empty(rp__lane *lane)
-{
-    rp__lane_mag *m = mag_pop(&lane->empty);
-
-    if (m)
-        return m;
-    if (!(m = rp__arena_alloc(lane->arena, sizeof *m, RP_CACHELINE)))
-        return NULL;
-    rp__tsan_ignore_begin();
-    ck_stack_push_upmc(&lane->all, &m->all);
-    rp__tsan_ignore_end();
-    return m;
-}
-
-unsigned rp__lane_steal(rp__lane *lane, rp__job *out, unsigned max)
-{
-    rp__lane_rec *garbage[RP__LANE_MAG];
-    rp__lane_mag *m;
-    unsigned got = 0;
-
-    if (max > RP__LANE_MAG)
-        max = RP__LANE_MAG;
-    while (got < max && (garbage[got] = dequeue(lane, &out[got])) != NULL)
-        got++;
-    if (got == 0)
-        return 0;
-    if (!(m = mag_empty(lane))) {
-        for (unsigned i = 0; i < got; i++)
-            rp__freelist_put(&lane->recs, garbage[i]);
-        return got;
-    }
-    for (unsigned i = 0; i < got; i++) {
-        rp__tsan_release(garbage[i]);
-        m->recs[i] = garbage[i];
-    }
-    m->n = got;
-    mag_push(&lane->full, m);
-    return got;
-}
 
 bool rp__lane_pop_owner(rp__lane *lane, rp__job *out)
 {
@@ -375,23 +377,17 @@ bool rp__lane_pop_owner(rp__lane *lane, rp__job *out)
 
     if (!garbage)
         return false;
-    if (!lane->filling && !(lane->filling = mag_empty(lane))) {
+    if (!lane->filling && !(lane->filling = mag_pop(&lane->empty))) {
         rp__freelist_put(&lane->recs, garbage); /* no magazine */
         return true;
     }
     rp__tsan_release(garbage); /* pairs with the getter's acquire */
     lane->filling->recs[lane->filling->n++] = garbage;
-    if (lane->filling->n == RP__LANE_MAG)
-        rp__lane_flush(lane);
+    if (lane->filling->n == RP__LANE_MAG) {
+        mag_push(&lane->full, lane->filling);
+        lane->filling = NULL;
+    }
     return true;
-}
-
-void rp__lane_flush(rp__lane *lane)
-{
-    if (!lane->filling || lane->filling->n == 0)
-        return;
-    mag_push(&lane->full, lane->filling);
-    lane->filling = NULL;
 }
 
 uint64_t rp__lane_peek_seq(rp__lane *lane)

@@ -56,6 +56,8 @@ typedef struct rp__lane {
     /* The magazine producers are taking records from (exchanged out and
      * back in by each get). */
     alignas(64) _Atomic(rp__lane_mag *) taking;
+    /* Magazines made: one per RP__LANE_MAG records, and two more. */
+    _Atomic size_t mags;
     /* The magazine the owner is filling (owner-only). */
     alignas(64) rp__lane_mag *filling;
 } rp__lane;
@@ -73,14 +75,9 @@ size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n);
 /* Take the oldest job into *out; false when the lane is empty. */
 bool rp__lane_pop_mc(rp__lane *lane, rp__job *out);
 /* The same for the lane's one owner thread: the record it frees goes into
- * the magazine it fills, handed to producers RP__LANE_MAG at a time.  The
- * owner calls rp__lane_flush() before it sleeps. */
+ * the magazine it fills, handed to producers RP__LANE_MAG at a time. */
 bool rp__lane_pop_owner(rp__lane *lane, rp__job *out);
-/* A thief: take up to max of the oldest jobs into out[0..); the records
- * freed go to producers in one magazine.  Returns how many. */
-unsigned rp__lane_steal(rp__lane *lane, rp__job *out, unsigned max);
-/* Owner: hand the magazine being filled to producers, however full. */
-void rp__lane_flush(rp__lane *lane);
+
 /* Sequence number of the oldest job, UINT64_MAX when empty.  A hint: a
  * concurrent pop may take that job first. */
 uint64_t rp__lane_peek_seq(rp__lane *lane);

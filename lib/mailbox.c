@@ -336,12 +336,6 @@ bool rp__mailbox_pop_owner(rp__mailbox *mb, rp__job *out)
     return true;
 }
 
-void rp__mailbox_flush(rp__mailbox *mb)
-{
-    rp__lane_flush(&mb->pinned);
-    rp__lane_flush(&mb->stealable);
-}
-
 void rp__mailbox_hand_back(rp__mailbox *mb, const rp__job *job, int reason)
 {
     rp__reply reply = job->reply;
@@ -376,9 +370,10 @@ void rp__mailbox_drain(rp__mailbox *mb, rp__dispose_fn dispose, void *ctx)
 
 unsigned rp__mailbox_steal(rp__mailbox *mb, rp__job *out, unsigned max)
 {
-    unsigned got;
+    unsigned got = 0;
 
-    got = rp__lane_steal(&mb->stealable, out, max);
+    while (got < max && rp__lane_pop_mc(&mb->stealable, &out[got]))
+        got++;
     if (got == 0)
         return 0;
     atomic_fetch_add_explicit(&mb->stolen_from, got, memory_order_relaxed);

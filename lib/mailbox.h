@@ -81,10 +81,6 @@ void rp__mailbox_count_skipped(rp__mailbox *mb, int reason);
  * both are empty. */
 bool rp__mailbox_pop_owner(rp__mailbox *mb, rp__job *out);
 
-/* Owner: return the records rp__mailbox_pop_owner() kept aside to the
- * freelists (before sleeping, so producers find them). */
-void rp__mailbox_flush(rp__mailbox *mb);
-
 /* What the owner does with each job left in a closed mailbox. */
 typedef void (*rp__dispose_fn)(void *ctx, rp__job *job);
 

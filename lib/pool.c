@@ -688,7 +688,6 @@ static void *routee_main(void *p)
         set_running(r, &running, false);
         set_busy(r, &busy, false);
         stop_searching(r->pool, &searching);
-        rp__mailbox_flush(&r->mb);
         if (closed && rp__mailbox_depth(&r->mb) == 0)
             break; /* drained */
         if (!spin_for_work(r) && !yield_for_work(r))
@@ -697,7 +696,6 @@ static void *routee_main(void *p)
     stop_searching(r->pool, &searching);
     set_running(r, &running, false);
     set_busy(r, &busy, false);
-    rp__mailbox_flush(&r->mb);
     atomic_thread_fence(memory_order_seq_cst);
     notify_idle(r->pool);
     return NULL;

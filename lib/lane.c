@@ -42,9 +42,9 @@
  * producers take from is exchanged out of lane->taking and back in by
  * each get: whoever holds it owns it, no ABA.  Empty magazines go back to
  * the owner.  Only full magazines are handed over (the owner keeps a
- * partial one while it sleeps: at most RP__LANE_MAG - 1 records), so a
- * lane needs about one magazine per RP__LANE_MAG free records and their
- * number stops growing with the records' high-water mark.  Thieves and
+ * partial one while it sleeps: at most RP__LANE_MAG - 1 records), and
+ * magazines are made with the records (make_mags), never in a steady
+ * state.  Thieves and
  * evicting producers, which free a few records at a time, use the lane's
  * freelist; producers fall back to it when no magazine is full.
  */
@@ -90,15 +90,16 @@ static void mag_push(ck_stack_t *stack, rp__lane_mag *m)
 }
 
 /*
- * Make magazines as records are made: one per RP__LANE_MAG records, and
- * two more, so the free records always fit and no magazine is allocated
- * in a steady state (rp-bench-memory counts allocations).  Called after
- * the freelist may have grown; thread-safe.  Out of memory: fewer (the
- * owner then frees into the freelist).
+ * Make magazines as records are made: one per 2 * RP__LANE_MAG records,
+ * and two more, so no magazine is allocated in a steady state
+ * (rp-bench-memory counts allocations).  Half the free records fit; the
+ * owner frees the rest into the freelist (5 bytes per record instead of
+ * 10).  Called after the freelist may have grown; thread-safe.  Out of
+ * memory: fewer.
  */
 static void make_mags(rp__lane *lane)
 {
-    size_t want = atomic_load_explicit(&lane->recs.records, memory_order_relaxed) / RP__LANE_MAG + 2;
+    size_t want = atomic_load_explicit(&lane->recs.records, memory_order_relaxed) / (2 * RP__LANE_MAG) + 2;
     size_t have = atomic_load_explicit(&lane->mags, memory_order_relaxed);
 
     while (have < want) {

@@ -56,7 +56,7 @@ typedef struct rp__lane {
     /* The magazine producers are taking records from (exchanged out and
      * back in by each get). */
     alignas(64) _Atomic(rp__lane_mag *) taking;
-    /* Magazines made: one per RP__LANE_MAG records, and two more. */
+    /* Magazines made: one per 2 * RP__LANE_MAG records, and two more. */
     _Atomic size_t mags;
     /* The magazine the owner is filling (owner-only). */
     alignas(64) rp__lane_mag *filling;

@@ -5,8 +5,10 @@
  * yet visible in a lane) or queued.  A producer reserves before it
  * enqueues and the owner releases the slot after it dequeues, so depth is
  * never below the number of queued jobs and a bounded mailbox never holds
- * more than its capacity.  The bound lives entirely in this counter; the
- * lanes themselves are unbounded.
+ * more than its capacity.  The bound lives entirely in this count; the
+ * lanes themselves are unbounded.  depth is two monotonic counters,
+ * reserved (producers) minus released (consumers), on separate cache
+ * lines: a push and a pop no longer write the same line.
  *
  * Closing.  rp__mailbox_close() stores closed (seq_cst); a producer loads
  * closed after its reservation (seq_cst).  In the single total order either
@@ -31,7 +33,8 @@ int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,
 {
     int rc;
 
-    atomic_init(&mb->depth, 0);
+    atomic_init(&mb->reserved, 0);
+    atomic_init(&mb->released, 0);
     atomic_init(&mb->closed, 0);
     atomic_init(&mb->enqueued, 0);
     atomic_init(&mb->rejected, 0);
@@ -66,22 +69,24 @@ static bool try_reserve(rp__mailbox *mb)
     int64_t d;
 
     if (mb->capacity == 0) {
-        atomic_fetch_add_explicit(&mb->depth, 1, memory_order_seq_cst);
+        rp__mailbox_reserve(mb, 1);
         return true;
     }
-    d = atomic_load_explicit(&mb->depth, memory_order_relaxed);
+    /* A CAS on reserved against a released read before it: released only
+     * grows, so the check can only overestimate the depth. */
+    d = atomic_load_explicit(&mb->reserved, memory_order_relaxed);
     do {
-        if (d >= (int64_t)mb->capacity)
+        if (d - atomic_load_explicit(&mb->released, memory_order_seq_cst) >= (int64_t)mb->capacity)
             return false;
     } while (!atomic_compare_exchange_weak_explicit(
-        &mb->depth, &d, d + 1, memory_order_seq_cst, memory_order_relaxed));
+        &mb->reserved, &d, d + 1, memory_order_seq_cst, memory_order_relaxed));
     return true;
 }
 
 /* Give n slots back.  The owner may be waiting for depth to reach 0. */
 static void unreserve(rp__mailbox *mb, int64_t n)
 {
-    atomic_fetch_sub_explicit(&mb->depth, n, memory_order_seq_cst);
+    rp__mailbox_release(mb, n);
     rp__event_signal(&mb->ev);
 }
 
@@ -134,7 +139,7 @@ int rp__reason_slot(int reason)
 static void sample_enqueue(rp__mailbox *mb, rp__job *job)
 {
     /* depth already counts this job's own slot: what it found is one less. */
-    int64_t d = atomic_load_explicit(&mb->depth, memory_order_relaxed) - 1;
+    int64_t d = rp__mailbox_depth(mb) - 1;
     int b = 0;
 
     while (b < RP_DEPTH_BUCKETS - 1 && (double)d > rp_metrics_depth_bounds[b])
@@ -264,18 +269,18 @@ static size_t reserve_up_to(rp__mailbox *mb, size_t k)
     int64_t d, take;
 
     if (mb->capacity == 0) {
-        atomic_fetch_add_explicit(&mb->depth, (int64_t)k, memory_order_seq_cst);
+        rp__mailbox_reserve(mb, (int64_t)k);
         return k;
     }
-    d = atomic_load_explicit(&mb->depth, memory_order_relaxed);
+    d = atomic_load_explicit(&mb->reserved, memory_order_relaxed);
     do {
-        take = (int64_t)mb->capacity - d;
+        take = (int64_t)mb->capacity - (d - atomic_load_explicit(&mb->released, memory_order_seq_cst));
         if (take <= 0)
             return 0;
         if (take > (int64_t)k)
             take = (int64_t)k;
     } while (!atomic_compare_exchange_weak_explicit(
-        &mb->depth, &d, d + take, memory_order_seq_cst, memory_order_relaxed));
+        &mb->reserved, &d, d + take, memory_order_seq_cst, memory_order_relaxed));
     return (size_t)take;
 }
 
@@ -332,7 +337,7 @@ bool rp__mailbox_pop_owner(rp__mailbox *mb, rp__job *out)
 {
     if (!pop_oldest(mb, out, true))
         return false;
-    atomic_fetch_sub_explicit(&mb->depth, 1, memory_order_seq_cst);
+    rp__mailbox_release(mb, 1);
     return true;
 }
 
@@ -377,7 +382,7 @@ unsigned rp__mailbox_steal(rp__mailbox *mb, rp__job *out, unsigned max)
     if (got == 0)
         return 0;
     atomic_fetch_add_explicit(&mb->stolen_from, got, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&mb->depth, got, memory_order_seq_cst);
+    rp__mailbox_release(mb, got);
     /* A closing owner may be waiting for depth to reach 0. */
     rp__event_signal(&mb->ev);
     return got;

@@ -21,8 +21,15 @@ typedef struct rp__mailbox rp__mailbox;
 typedef void (*rp__handback_fn)(void *owner, void *arg, int reason);
 
 struct rp__mailbox {
-    /* Producers reserve here first; routers read it.  Its own line. */
-    RP_ALIGNED _Atomic int64_t depth;
+    /* depth = reserved - released (rp__mailbox_depth), kept as two
+     * counters so producers and consumers do not write one line per job.
+     * Producers reserve first (and bump enqueued, on the same line). */
+    RP_ALIGNED _Atomic int64_t reserved;
+    /* Bumped by every accepted push: the enqueued count, and the order
+     * between the two lanes. */
+    _Atomic uint64_t enqueued;
+    /* Slots given back: by the owner, thieves and evicting producers. */
+    RP_ALIGNED _Atomic int64_t released;
     /* Read on every push, written once or twice in a lifetime. */
     RP_ALIGNED _Atomic int closed; /* 0, RP_ESTOPPED or RP_ESHUTDOWN */
     size_t capacity;               /* 0: unbounded */
@@ -30,9 +37,6 @@ struct rp__mailbox {
     rp__handback_fn handback;
     void *owner;
     int index; /* the owning routee's index, for errors */
-    /* Bumped by every accepted push: the enqueued count, and the order
-     * between the two lanes. */
-    RP_ALIGNED _Atomic uint64_t enqueued;
     /* Rare-path counters, relaxed. */
     RP_ALIGNED _Atomic uint64_t rejected;
     _Atomic uint64_t undelivered;
@@ -110,9 +114,26 @@ static inline int rp__mailbox_closed(rp__mailbox *mb)
     return atomic_load_explicit(&mb->closed, memory_order_seq_cst);
 }
 
-static inline int64_t rp__mailbox_depth(rp__mailbox *mb)
+/* Jobs holding a slot.  released is read first: every release follows its
+ * reservation, so the difference is never negative. */
+static inline int64_t rp__mailbox_depth(const rp__mailbox *mb)
 {
-    return atomic_load_explicit(&mb->depth, memory_order_seq_cst);
+    rp__mailbox *m = (rp__mailbox *)mb;
+    int64_t released = atomic_load_explicit(&m->released, memory_order_seq_cst);
+
+    return atomic_load_explicit(&m->reserved, memory_order_seq_cst) - released;
+}
+
+/* Take n slots (no bound check: see try_reserve in mailbox.c). */
+static inline void rp__mailbox_reserve(rp__mailbox *mb, int64_t n)
+{
+    atomic_fetch_add_explicit(&mb->reserved, n, memory_order_seq_cst);
+}
+
+/* Give n slots back (without a signal). */
+static inline void rp__mailbox_release(rp__mailbox *mb, int64_t n)
+{
+    atomic_fetch_add_explicit(&mb->released, n, memory_order_seq_cst);
 }
 
 static inline bool rp__mailbox_empty(rp__mailbox *mb)

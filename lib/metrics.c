@@ -76,11 +76,7 @@ static void read_accepted(const rp_routee *r, rp_routee_metrics *m)
 
     m->rejected = load(&mb->rejected);
     m->enqueued = atomic_load_explicit((_Atomic uint64_t *)&mb->enqueued, memory_order_acquire);
-    m->depth = (uint64_t)(atomic_load_explicit((_Atomic int64_t *)&mb->depth,
-                                               memory_order_relaxed) > 0
-                              ? atomic_load_explicit((_Atomic int64_t *)&mb->depth,
-                                                     memory_order_relaxed)
-                              : 0);
+    m->depth = (uint64_t)rp__mailbox_depth(mb);
     m->busy = (uint64_t)atomic_load_explicit((_Atomic int *)&r->busy, memory_order_relaxed);
     m->busy_seconds = busy_seconds(r);
     for (int b = 0; b < RP_DEPTH_BUCKETS; b++)

@@ -320,11 +320,16 @@ void rp__pool_stealable_queued(rp_pool *pool, rp_routee *target)
 {
     if (!pool->steal)
         return;
+    /* Idle bits first: in a busy pool nobody is idle and the line stays
+     * shared, while running and depth change with every job.  Any order
+     * of these loads is fine: all of them come after the push, and a
+     * thief sets its idle bit before it looks at the lanes (Dekker). */
+    if (!any_idle(pool))
+        return;
     if (!atomic_load_explicit(&target->running, memory_order_seq_cst) &&
         rp__mailbox_depth(&target->mb) <= 1)
         return; /* the target itself is about to run it */
-    if (any_idle(pool))
-        wake_thief(pool);
+    wake_thief(pool);
 }
 
 static void stop_searching(rp_pool *pool, bool *searching)
@@ -412,7 +417,7 @@ static bool steal(rp_routee *r, bool *searching, rp__job *out)
     }
     *out = r->stolen[0];
     if (got > 1)
-        atomic_fetch_add_explicit(&r->mb.depth, got - 1, memory_order_seq_cst);
+        rp__mailbox_reserve(&r->mb, got - 1);
     r->stolen_next = 1;
     r->stolen_count = got;
     /* More work waits behind the victim: hand the search on. */
@@ -426,7 +431,7 @@ static bool take_stolen(rp_routee *r, rp__job *out)
 {
     if (r->stolen_next == r->stolen_count)
         return false;
-    atomic_fetch_sub_explicit(&r->mb.depth, 1, memory_order_seq_cst);
+    rp__mailbox_release(&r->mb, 1);
     *out = r->stolen[r->stolen_next++];
     return true;
 }

@@ -23,8 +23,7 @@ int64_t rp__routee_score(const rp_routee *r)
         int64_t d = r->depth_fn ? r->depth_fn(r->user) : -1;
         return d > 0 ? d : 0; /* unreadable counts as empty */
     }
-    return atomic_load_explicit(&r->mb.depth, memory_order_relaxed) +
-           atomic_load_explicit(&r->busy, memory_order_relaxed);
+    return rp__mailbox_depth(&r->mb) + atomic_load_explicit(&r->busy, memory_order_relaxed);
 }
 
 int rp__routee_deliver_reply(rp_routee *r, rp_job_fn fn, void *arg, bool pinned,
@@ -73,7 +72,7 @@ int64_t rp_routee_depth(const rp_routee *r)
     if (!r)
         return RP_EINVAL;
     if (r->kind == RP__ROUTEE_LOCAL)
-        return atomic_load_explicit(&r->mb.depth, memory_order_relaxed);
+        return rp__mailbox_depth(&r->mb);
     d = r->depth_fn ? r->depth_fn(r->user) : -1;
     return d >= 0 ? d : RP_ENODEPTH;
 }

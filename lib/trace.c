@@ -190,7 +190,7 @@ static void sample(struct rp__tracer *t)
     name_threads(t);
     for (unsigned i = 0; i < t->pool->n; i++) {
         rp_routee *r = &t->pool->routees[i];
-        int64_t d = atomic_load_explicit(&r->mb.depth, memory_order_relaxed);
+        int64_t d = rp__mailbox_depth(&r->mb);
         sep(t);
         fprintf(t->f, "{\"name\":\"depth r%u\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":%d,\"args\":{\"depth\":%lld}}",
                 i, us(t, now), pid, (long long)(d > 0 ? d : 0));

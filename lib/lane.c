@@ -44,9 +44,11 @@
  * the owner.  Only full magazines are handed over (the owner keeps a
  * partial one while it sleeps: at most RP__LANE_MAG - 1 records), and
  * magazines are made with the records (make_mags), never in a steady
- * state.  Thieves and
- * evicting producers, which free a few records at a time, use the lane's
- * freelist; producers fall back to it when no magazine is full.
+ * state.  Thieves free the records of a steal into the magazine in
+ * lane->returned (exchanged out and back in, like taking; producers take
+ * it when no full magazine waits).  Evicting producers, and everyone when
+ * no empty magazine is left, use the lane's freelist, which producers fall
+ * back to last.
  */
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -131,6 +133,7 @@ int rp__lane_init(rp__lane *lane, const rp__arena *arena)
     ck_stack_init(&lane->empty);
     ck_stack_init(&lane->all);
     atomic_init(&lane->taking, NULL);
+    atomic_init(&lane->returned, NULL);
     lane->filling = NULL;
     atomic_init(&lane->mags, 0);
     stub = rp__freelist_get(&lane->recs);
@@ -179,7 +182,9 @@ static size_t get_recs(rp__lane *lane, rp__lane_rec **out, size_t n)
         if (!m || m->n == 0) {
             if (m)
                 mag_push(&lane->empty, m);
-            if (!(m = mag_pop(&lane->full)))
+            /* A thieves' partial magazine when no full one waits. */
+            if (!(m = mag_pop(&lane->full)) &&
+                !(m = atomic_exchange_explicit(&lane->returned, NULL, memory_order_acq_rel)))
                 break;
         }
         out[got] = m->recs[--m->n];
@@ -371,6 +376,42 @@ bool rp__lane_pop_mc(rp__lane *lane, rp__job *out)
     return true;
 }
 
+
+/* A thief: hand the records of one steal to producers (see the top). */
+static void give_back(rp__lane *lane, rp__lane_rec **recs, unsigned k)
+{
+    rp__lane_mag *m = atomic_exchange_explicit(&lane->returned, NULL, memory_order_acq_rel);
+    unsigned i = 0;
+
+    for (; i < k; i++) {
+        if (!m && !(m = mag_pop(&lane->empty)))
+            break;
+        rp__tsan_release(recs[i]); /* pairs with the getter's acquire */
+        m->recs[m->n++] = recs[i];
+        if (m->n == RP__LANE_MAG) {
+            mag_push(&lane->full, m);
+            m = NULL;
+        }
+    }
+    for (; i < k; i++) /* no magazine left */
+        rp__freelist_put(&lane->recs, recs[i]);
+    if (m && (m = atomic_exchange_explicit(&lane->returned, m, memory_order_acq_rel)) != NULL)
+        mag_push(&lane->full, m); /* another thief put one back meanwhile */
+}
+
+unsigned rp__lane_steal(rp__lane *lane, rp__job *out, unsigned max)
+{
+    rp__lane_rec *garbage[RP__LANE_MAG];
+    unsigned got = 0;
+
+    if (max > RP__LANE_MAG)
+        max = RP__LANE_MAG;
+    while (got < max && (garbage[got] = dequeue(lane, &out[got])) != NULL)
+        got++;
+    if (got)
+        give_back(lane, garbage, got);
+    return got;
+}
 
 bool rp__lane_pop_owner(rp__lane *lane, rp__job *out)
 {

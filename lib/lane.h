@@ -56,6 +56,8 @@ typedef struct rp__lane {
     /* The magazine producers are taking records from (exchanged out and
      * back in by each get). */
     alignas(64) _Atomic(rp__lane_mag *) taking;
+    /* The magazine thieves return records in (exchanged the same way). */
+    alignas(64) _Atomic(rp__lane_mag *) returned;
     /* Magazines made: one per 2 * RP__LANE_MAG records, and two more. */
     _Atomic size_t mags;
     /* The magazine the owner is filling (owner-only). */
@@ -74,6 +76,9 @@ int rp__lane_push_mp(rp__lane *lane, const rp__job *job);
 size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n);
 /* Take the oldest job into *out; false when the lane is empty. */
 bool rp__lane_pop_mc(rp__lane *lane, rp__job *out);
+/* A thief: take up to max of the oldest jobs into out[0..); their records
+ * go back to producers in a magazine.  Returns how many. */
+unsigned rp__lane_steal(rp__lane *lane, rp__job *out, unsigned max);
 /* The same for the lane's one owner thread: the record it frees goes into
  * the magazine it fills, handed to producers RP__LANE_MAG at a time. */
 bool rp__lane_pop_owner(rp__lane *lane, rp__job *out);

@@ -375,10 +375,9 @@ void rp__mailbox_drain(rp__mailbox *mb, rp__dispose_fn dispose, void *ctx)
 
 unsigned rp__mailbox_steal(rp__mailbox *mb, rp__job *out, unsigned max)
 {
-    unsigned got = 0;
+    unsigned got;
 
-    while (got < max && rp__lane_pop_mc(&mb->stealable, &out[got]))
-        got++;
+    got = rp__lane_steal(&mb->stealable, out, max);
     if (got == 0)
         return 0;
     atomic_fetch_add_explicit(&mb->stolen_from, got, memory_order_relaxed);

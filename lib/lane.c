@@ -353,6 +353,13 @@ static rp__lane_rec *dequeue(rp__lane *lane, rp__job *out)
         if (ck_pr_cas_ptr_2(&fifo->head, &head, &update))
             break;
     }
+    /* The next dequeue copies the job after this one: start its miss now
+     * (rec is the stub now; type-stable, so the read is safe). */
+    next.pointer = ck_pr_load_ptr(&rec->fifo.next.pointer);
+    if (next.pointer) {
+        __builtin_prefetch(rec_of(next.pointer));
+        __builtin_prefetch((char *)rec_of(next.pointer) + RP_CACHELINE);
+    }
     rp__tsan_ignore_end();
     /* Pairs with the release in push: the producer's writes of this job
      * happen before our use of the copy. */

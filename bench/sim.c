@@ -21,9 +21,10 @@
  *      routee asleep on an idle CPU running; rp-bench-sojourn's probe
  *      (bench_wake_latency()) measured 22.7 us p50, 31.9 us p99, and a
  *      shifted exponential with these parameters has that p50 and p99.
- *   --dispatch-ns 200: routee CPU per job outside the job (pop, run
+ *   --dispatch-ns 100: routee CPU per job outside the job (pop, run
  *      wrapper, busy flag, job record); rp-bench-tiny runs the whole pool,
- *      submitter included, at 200-230 ns per job (docs/performance.md).
+ *      submitter included, at 85-100 ns per job since the third session
+ *      (200-230 before; docs/performance.md).
  *   --steal-ns 500: a steal (victim scan, lane steal); an estimate, not
  *      measured on its own.
  *   --spin-ns 0: the pool sleeps as soon as it finds no work.
@@ -31,9 +32,11 @@
  * --validate models rp-bench-sojourn's own conditions instead (the bench
  * profile, sim_model_bench_profile()): its SCHED_IDLE generator keeps the
  * CPUs awake, so a wake-up is a preemption, ~2-5 us, and its routees submit
- * the arrivals, which costs them ~450 ns per job.  Those two values were
- * fitted on one rp-bench-sojourn run (its dispatch delays at load 0.5 and
- * its sojourn at 0.8) and validated on others (docs/simulator.md).
+ * the arrivals, which costs them ~250 ns per job (450 before the third
+ * session's mailbox).  Those two values were fitted on one rp-bench-sojourn
+ * run (its dispatch delays at load 0.5 and its sojourn at 0.8; the
+ * dispatch refitted on run C, dc192ea) and validated on others
+ * (docs/simulator.md).
  *
  * Output: a markdown table per k on stdout, progress on stderr, and one
  * bench_csv_row() per cell and statistic (bench "sim") for bench/run.
@@ -98,8 +101,8 @@ static void usage(FILE *f)
         "                    '~' marks a cell over 10%%: not settled, read it with care\n"
         "  --quick           the smaller counts above (under 20 s)\n"
         "  --seed N          arrivals, costs, keys, random routing (default 1)\n"
-        "  --dispatch-ns N   routee CPU per job outside the job (default 200: below\n"
-        "                    rp-bench-tiny's 200-230 ns/job for the whole pool)\n"
+        "  --dispatch-ns N   routee CPU per job outside the job (default 100: about\n"
+        "                    rp-bench-tiny's 85-100 ns/job for the whole pool)\n"
         "  --wake-ns N       wake-up latency of a routee asleep on an idle CPU\n"
         "                    (default 21000)\n"
         "  --wake-tail-ns N  plus an exponential extra of this mean (default 2400);\n"
@@ -127,7 +130,7 @@ static void usage(FILE *f)
         "                    (default 0)\n"
         "  --validate FILE   compare with rp-bench-sojourn --json FILE at k=2: replay\n"
         "                    its workloads run by run with the bench profile (dispatch\n"
-        "                    450 ns, wake-up 1700 ns + exp(3300 ns), the central\n"
+        "                    250 ns, wake-up 1700 ns + exp(3300 ns), the central\n"
         "                    queue's workers pay the wake-up but no dispatch, slowdown\n"
         "                    = the file's measured service time / 10.9 us; options\n"
         "                    given override it) and print sim vs real mean\n"

@@ -41,10 +41,10 @@
  * prefetched, and nothing is written into a free record.  The magazine
  * producers take from is exchanged out of lane->taking and back in by
  * each get: whoever holds it owns it, no ABA.  Empty magazines go back to
- * the owner.  Only full magazines are handed over (the owner keeps a
- * partial one while it sleeps: at most RP__LANE_MAG - 1 records), and
- * magazines are made with the records (make_mags), never in a steady
- * state.  Thieves free the records of a steal into the magazine in
+ * the owner.  The owner hands a magazine over when it is full or when
+ * the owner goes idle (rp__lane_flush), and magazines are made with the
+ * records (make_mags), never on demand: when none is empty the owner frees
+ * into the freelist, so partial magazines cannot multiply.  Thieves free the records of a steal into the magazine in
  * lane->returned (exchanged out and back in, like taking; producers take
  * it when no full magazine waits).  Evicting producers, and everyone when
  * no empty magazine is left, use the lane's freelist, which producers fall
@@ -432,11 +432,17 @@ bool rp__lane_pop_owner(rp__lane *lane, rp__job *out)
     }
     rp__tsan_release(garbage); /* pairs with the getter's acquire */
     lane->filling->recs[lane->filling->n++] = garbage;
-    if (lane->filling->n == RP__LANE_MAG) {
-        mag_push(&lane->full, lane->filling);
-        lane->filling = NULL;
-    }
+    if (lane->filling->n == RP__LANE_MAG)
+        rp__lane_flush(lane);
     return true;
+}
+
+void rp__lane_flush(rp__lane *lane)
+{
+    if (!lane->filling || lane->filling->n == 0)
+        return;
+    mag_push(&lane->full, lane->filling);
+    lane->filling = NULL;
 }
 
 uint64_t rp__lane_peek_seq(rp__lane *lane)

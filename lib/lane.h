@@ -82,6 +82,9 @@ unsigned rp__lane_steal(rp__lane *lane, rp__job *out, unsigned max);
 /* The same for the lane's one owner thread: the record it frees goes into
  * the magazine it fills, handed to producers RP__LANE_MAG at a time. */
 bool rp__lane_pop_owner(rp__lane *lane, rp__job *out);
+/* Owner, going idle: hand over the magazine it fills, however full, so
+ * its records do not wait for its next busy period. */
+void rp__lane_flush(rp__lane *lane);
 
 /* Sequence number of the oldest job, UINT64_MAX when empty.  A hint: a
  * concurrent pop may take that job first. */

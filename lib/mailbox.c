@@ -341,6 +341,12 @@ bool rp__mailbox_pop_owner(rp__mailbox *mb, rp__job *out)
     return true;
 }
 
+void rp__mailbox_flush(rp__mailbox *mb)
+{
+    rp__lane_flush(&mb->pinned);
+    rp__lane_flush(&mb->stealable);
+}
+
 void rp__mailbox_hand_back(rp__mailbox *mb, const rp__job *job, int reason)
 {
     rp__reply reply = job->reply;

@@ -85,6 +85,9 @@ void rp__mailbox_count_skipped(rp__mailbox *mb, int reason);
  * both are empty. */
 bool rp__mailbox_pop_owner(rp__mailbox *mb, rp__job *out);
 
+/* Owner, going idle: hand its lanes' partial magazines to producers. */
+void rp__mailbox_flush(rp__mailbox *mb);
+
 /* What the owner does with each job left in a closed mailbox. */
 typedef void (*rp__dispose_fn)(void *ctx, rp__job *job);
 

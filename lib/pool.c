@@ -693,6 +693,7 @@ static void *routee_main(void *p)
         set_running(r, &running, false);
         set_busy(r, &busy, false);
         stop_searching(r->pool, &searching);
+        rp__mailbox_flush(&r->mb);
         if (closed && rp__mailbox_depth(&r->mb) == 0)
             break; /* drained */
         if (!spin_for_work(r) && !yield_for_work(r))

@@ -263,3 +263,56 @@ Test(batch, bad_input_is_refused_before_anything_is_routed, .init = setup, .time
     rp_router_destroy(ch);
     rp_pool_destroy(p);
 }
+
+/* ---- record reuse ---- */
+
+static uint64_t arena_bytes(rp_pool *p)
+{
+    rp_metrics m;
+    cr_assert_eq(rp_metrics_snapshot(p, &m), 0, "%s", rp_errmsg());
+    const uint64_t bytes = m.memory_bytes;
+    rp_metrics_release(&m);
+    return bytes;
+}
+
+/*
+ * The same backlog again must not allocate: every record freed by the
+ * owners (magazines, handed over when full or when the owner goes idle),
+ * by thieves (their own magazine) or into the freelist is found again by
+ * the producers.  Each round queues exactly 3000 jobs behind gate jobs
+ * (single and batch submits), so its high-water mark is the same; the
+ * arena (0 when it is not jemalloc's, as under ASan) must stop growing
+ * after the first round.
+ */
+Test(batch, identical_backlogs_reuse_every_record, .init = setup, .timeout = 60)
+{
+    rp_pool *p = NULL;
+    cr_assert_eq(make_pool(&p, "reuse", 2, 0, 0, rp_strategy_round_robin()), 0);
+    enum { ROUNDS = 8, SINGLE = 1000, BATCHED = 2000 };
+    static probe pr[SINGLE + BATCHED];
+    uint64_t after_first = 0;
+
+    for (int round = 0; round < ROUNDS; round++) {
+        gate g;
+        gate_init(&g);
+        probe holds[2];
+        cr_assert(block_all_routees(p, holds, &LOG, &g));
+        probe_init_n(pr, SINGLE + BATCHED, &LOG, 0, NULL);
+        for (size_t i = 0; i < SINGLE; i++)
+            cr_assert_eq(rp_pool_submit(p, probe_job, &pr[i]), 0, "%s", rp_errmsg());
+        for (size_t i = SINGLE; i < SINGLE + BATCHED; i += 100)
+            cr_assert_eq(rp_pool_submit_batch(p, probe_job, args_of(&pr[i], 100), 100), 0,
+                         "%s", rp_errmsg());
+        gate_open(&g);
+        cr_assert_eq(rp_pool_wait_idle(p, 20000), 0, "round %d did not finish", round);
+        assert_all_ran_once(pr, SINGLE + BATCHED);
+        gate_destroy(&g);
+        if (round == 0)
+            after_first = arena_bytes(p);
+        else
+            cr_assert_eq(arena_bytes(p), after_first,
+                         "round %d grew the arena from %llu to %llu bytes", round,
+                         (unsigned long long)after_first, (unsigned long long)arena_bytes(p));
+    }
+    rp_pool_destroy(p);
+}

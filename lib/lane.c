@@ -13,8 +13,8 @@
  * read a record a concurrent dequeuer has already recycled; then the head
  * moved, the generation-tagged CAS fails and the copy is thrown away.  If
  * the CAS succeeds, the head did not move during the copy, so the node was
- * still queued and its job intact.  One record per job, one freelist, no
- * per-job reference count.
+ * still queued and its job intact.  One record per job, no separate queue
+ * node, no per-job reference count.
  *
  * Memory reclamation.  Besides the copy, the garbage record may still be
  * read by other threads (a slow dequeuer's head snapshot, a slow
@@ -41,14 +41,14 @@
  * prefetched, and nothing is written into a free record.  The magazine
  * producers take from is exchanged out of lane->taking and back in by
  * each get: whoever holds it owns it, no ABA.  Empty magazines go back to
- * the owner.  The owner hands a magazine over when it is full or when
- * the owner goes idle (rp__lane_flush), and magazines are made with the
- * records (make_mags), never on demand: when none is empty the owner frees
- * into the freelist, so partial magazines cannot multiply.  Thieves free the records of a steal into the magazine in
- * lane->returned (exchanged out and back in, like taking; producers take
- * it when no full magazine waits).  Evicting producers, and everyone when
- * no empty magazine is left, use the lane's freelist, which producers fall
- * back to last.
+ * the owner.  The owner hands a magazine over when it is full or when it
+ * goes idle (rp__lane_flush), and magazines are made with the records
+ * (make_mags), never on demand: when none is empty the owner frees into
+ * the freelist, so partial magazines cannot multiply.  Thieves free the
+ * records of a steal into the magazine in lane->returned (exchanged out
+ * and back in, like taking; producers take it when no full magazine
+ * waits).  Evicting producers, and everyone when no empty magazine is
+ * left, use the lane's freelist, which producers fall back to last.
  */
 #include <stdalign.h>
 #include <stdatomic.h>

@@ -241,6 +241,18 @@ int rp__lane_push_mp(rp__lane *lane, const rp__job *job)
     return 0;
 }
 
+/* A generation-tagged pointer of ck's queue, read as ck reads it: the
+ * generation first, then (after a load fence) the pointer. */
+static struct ck_fifo_mpmc_pointer load_tagged(struct ck_fifo_mpmc_pointer *p)
+{
+    struct ck_fifo_mpmc_pointer v;
+
+    v.generation = ck_pr_load_ptr(&p->generation);
+    ck_pr_fence_load();
+    v.pointer = ck_pr_load_ptr(&p->pointer);
+    return v;
+}
+
 /*
  * ck_fifo_mpmc_enqueue() of a chain first ... last that is linked already:
  * the same loads, fences and CASes; only the last CAS forwards the tail to
@@ -255,12 +267,8 @@ static void enqueue_chain(ck_fifo_mpmc_t *fifo, ck_fifo_mpmc_entry_t *first,
 
     ck_pr_fence_store_atomic();
     for (;;) {
-        tail.generation = ck_pr_load_ptr(&fifo->tail.generation);
-        ck_pr_fence_load();
-        tail.pointer = ck_pr_load_ptr(&fifo->tail.pointer);
-        next.generation = ck_pr_load_ptr(&tail.pointer->next.generation);
-        ck_pr_fence_load();
-        next.pointer = ck_pr_load_ptr(&tail.pointer->next.pointer);
+        tail = load_tagged(&fifo->tail);
+        next = load_tagged(&tail.pointer->next);
         if (ck_pr_load_ptr(&fifo->tail.generation) != tail.generation)
             continue;
         if (next.pointer != NULL) {
@@ -319,15 +327,9 @@ static rp__lane_rec *dequeue(rp__lane *lane, rp__job *out)
 
     rp__tsan_ignore_begin();
     for (;;) {
-        head.generation = ck_pr_load_ptr(&fifo->head.generation);
-        ck_pr_fence_load();
-        head.pointer = ck_pr_load_ptr(&fifo->head.pointer);
-        tail.generation = ck_pr_load_ptr(&fifo->tail.generation);
-        ck_pr_fence_load();
-        tail.pointer = ck_pr_load_ptr(&fifo->tail.pointer);
-        next.generation = ck_pr_load_ptr(&head.pointer->next.generation);
-        ck_pr_fence_load();
-        next.pointer = ck_pr_load_ptr(&head.pointer->next.pointer);
+        head = load_tagged(&fifo->head);
+        tail = load_tagged(&fifo->tail);
+        next = load_tagged(&head.pointer->next);
 
         update.pointer = next.pointer;
         if (head.pointer == tail.pointer) {

@@ -180,7 +180,7 @@ static void queued_report(uint64_t n, const double *rss, const double *arena, do
            arena[2] > arena[0] + 0.5 * (arena[1] - arena[0]) ? "keeps" : "keeps only",
            arena[1] > arena[0] ? 100.0 * (arena[2] - arena[0]) / (arena[1] - arena[0]) : 0.0,
            arena[2] > arena[0] + 0.5 * (arena[1] - arena[0])
-               ? "job records and lane nodes stay on the mailbox freelists (high-water mark) "
+               ? "job records stay on the lanes' freelists and magazines (high-water mark) "
                  "until rp_pool_destroy()."
                : "the freelists returned it.");
     row("queued job RSS delta", "bytes/job", "bytes", (rss[1] - rss[0]) / dn);

@@ -404,46 +404,36 @@ static bool worth_stealing(const sroutee *v)
     return v->q.n > 0 && (v->busy || depth_of(v) > 1);
 }
 
-/* --victim two: the deeper of two random other routees worth stealing
- * from (two probes instead of a scan of every routee). */
-static int pick_victim_two(sim *s, unsigned me, int64_t *depth)
+/* Keep routee i as the victim when it is worth stealing from and deeper
+ * than the one kept so far. */
+static void consider_victim(sim *s, unsigned i, int *victim, int64_t *depth)
 {
-    int victim = -1;
+    int64_t dep;
 
-    *depth = 0;
-    for (int probe = 0; s->queued && probe < 2; probe++) {
-        unsigned i = (me + 1 + (unsigned)(next_u64(&s->rng_victim) % (s->k - 1))) % s->k;
-        int64_t dep;
-        if (!worth_stealing(&s->r[i]))
-            continue;
-        dep = depth_of(&s->r[i]);
-        if (dep > *depth || victim < 0) {
-            victim = (int)i;
-            *depth = dep;
-        }
+    if (!worth_stealing(&s->r[i]))
+        return;
+    dep = depth_of(&s->r[i]);
+    if (dep > *depth || *victim < 0) {
+        *victim = (int)i;
+        *depth = dep;
     }
-    return victim;
 }
 
+/* The deepest other routee worth stealing from (the pool's scan), or with
+ * --victim two the deeper of two random ones (two probes). */
 static int pick_victim(sim *s, unsigned me, int64_t *depth)
 {
     int victim = -1;
 
-    if (s->m->victim_two && s->k > 2)
-        return pick_victim_two(s, me, depth);
-
     *depth = 0;
-    for (unsigned d = 1; s->queued && d < s->k; d++) {
-        unsigned i = (me + d) % s->k;
-        int64_t dep;
-        if (!worth_stealing(&s->r[i]))
-            continue;
-        dep = depth_of(&s->r[i]);
-        if (dep > *depth || victim < 0) {
-            victim = (int)i;
-            *depth = dep;
-        }
+    if (s->m->victim_two && s->k > 2) {
+        for (int probe = 0; s->queued && probe < 2; probe++)
+            consider_victim(s, (me + 1 + (unsigned)(next_u64(&s->rng_victim) % (s->k - 1))) % s->k,
+                            &victim, depth);
+        return victim;
     }
+    for (unsigned d = 1; s->queued && d < s->k; d++)
+        consider_victim(s, (me + d) % s->k, &victim, depth);
     return victim;
 }
 

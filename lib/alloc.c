@@ -1,10 +1,10 @@
 /*
  * alloc.c - a private jemalloc arena per pool, and type-stable freelists.
  *
- * Steady state allocates nothing: job records and lane nodes cycle through
- * freelists.  A freelist grows by one slab (per_slab records, one
- * allocation) when it runs dry and keeps its high-water mark until the pool
- * is destroyed; see alloc.h for why records never return to the allocator
+ * Steady state allocates nothing: job records cycle through freelists
+ * (and the lanes' magazines, lane.c).  A freelist grows by one slab
+ * (per_slab records, one allocation) when it runs dry and keeps its
+ * high-water mark until the pool is destroyed; see alloc.h for why records never return to the allocator
  * early.
  */
 #include <jemalloc/jemalloc.h>

@@ -64,6 +64,7 @@
  * lines) plus the 64-byte slab header fill jemalloc's 8 KiB size class
  * exactly; 64 would spill into the 10 KiB class (rp-bench-memory). */
 #define RECS_PER_SLAB 63
+_Static_assert(sizeof(rp__lane_rec) == 2 * RP_CACHELINE, "a record is two cache lines");
 
 static rp__lane_rec *rec_of(ck_fifo_mpmc_entry_t *e)
 {
@@ -220,6 +221,7 @@ static void fill(rp__lane_rec *rec, const rp__job *job)
     rec->job.submit_tid = job->submit_tid;
     rec->job.reply = job->reply;
     rec->job.enq_ns = job->enq_ns;
+    rec->ahead = NULL;
     atomic_store_explicit(&rec->job.seq,
                           atomic_load_explicit(&job->seq, memory_order_relaxed),
                           memory_order_relaxed);
@@ -308,6 +310,7 @@ size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n)
         recs[i]->fifo.value = recs[i];
         recs[i]->fifo.next.pointer = i + 1 < got ? &recs[i + 1]->fifo : NULL;
         recs[i]->fifo.next.generation = 0;
+        recs[i]->ahead = i + RP__LANE_AHEAD < got ? recs[i + RP__LANE_AHEAD] : NULL;
     }
     enqueue_chain(&lane->fifo, &recs[0]->fifo, &recs[got - 1]->fifo);
     rp__tsan_ignore_end();
@@ -323,7 +326,7 @@ static rp__lane_rec *dequeue(rp__lane *lane, rp__job *out)
 {
     ck_fifo_mpmc_t *fifo = &lane->fifo;
     struct ck_fifo_mpmc_pointer head, tail, next, update;
-    rp__lane_rec *rec;
+    rp__lane_rec *rec, *ahead;
 
     rp__tsan_ignore_begin();
     for (;;) {
@@ -350,17 +353,23 @@ static rp__lane_rec *dequeue(rp__lane *lane, rp__job *out)
         rec = rec_of(next.pointer);
         ck_pr_fence_load();
         memcpy(out, &rec->job, sizeof *out);
+        ahead = ck_pr_load_ptr(&rec->ahead);
         ck_pr_fence_load_atomic();
         update.generation = head.generation + 1;
         if (ck_pr_cas_ptr_2(&fifo->head, &head, &update))
             break;
     }
     /* The next dequeue copies the job after this one: start its miss now
-     * (rec is the stub now; type-stable, so the read is safe). */
+     * (rec is the stub now; type-stable, so the read is safe).  In a chain,
+     * also the one RP__LANE_AHEAD places on ("Prefetching", at the top). */
     next.pointer = ck_pr_load_ptr(&rec->fifo.next.pointer);
     if (next.pointer) {
         __builtin_prefetch(rec_of(next.pointer));
         __builtin_prefetch((char *)rec_of(next.pointer) + RP_CACHELINE);
+    }
+    if (ahead) {
+        __builtin_prefetch(ahead);
+        __builtin_prefetch((char *)ahead + RP_CACHELINE);
     }
     rp__tsan_ignore_end();
     /* Pairs with the release in push: the producer's writes of this job
@@ -422,21 +431,123 @@ unsigned rp__lane_steal(rp__lane *lane, rp__job *out, unsigned max)
     return got;
 }
 
+/* The owner: a freed record into the magazine it fills. */
+static void owner_free(rp__lane *lane, rp__lane_rec *garbage)
+{
+    if (!lane->filling && !(lane->filling = mag_pop(&lane->empty))) {
+        rp__freelist_put(&lane->recs, garbage); /* no magazine */
+        return;
+    }
+    rp__tsan_release(garbage); /* pairs with the getter's acquire */
+    lane->filling->recs[lane->filling->n++] = garbage;
+    if (lane->filling->n == RP__LANE_MAG)
+        rp__lane_flush(lane);
+}
+
 bool rp__lane_pop_owner(rp__lane *lane, rp__job *out)
 {
     rp__lane_rec *garbage = dequeue(lane, out);
 
     if (!garbage)
         return false;
-    if (!lane->filling && !(lane->filling = mag_pop(&lane->empty))) {
-        rp__freelist_put(&lane->recs, garbage); /* no magazine */
-        return true;
-    }
-    rp__tsan_release(garbage); /* pairs with the getter's acquire */
-    lane->filling->recs[lane->filling->n++] = garbage;
-    if (lane->filling->n == RP__LANE_MAG)
-        rp__lane_flush(lane);
+    owner_free(lane, garbage);
     return true;
+}
+
+/* Whether the job after prev may join prev's run. */
+static bool continues_run(const rp__job *prev, const rp__job *next)
+{
+    return (prev->flags & next->flags & RP__JOB_BATCH) &&
+           atomic_load_explicit(&next->seq, memory_order_relaxed) ==
+               atomic_load_explicit(&prev->seq, memory_order_relaxed) + 1;
+}
+
+/*
+ * Runs.  dequeue() with the walk extended: after the first node, follow
+ * next links while the jobs continue a batch run, never past the tail read
+ * before the walk (a head moved beyond the tail would leave the tail on a
+ * freed record; the tail only moves forward, so stopping at the snapshot
+ * is safe).  If the head CAS succeeds the head did not move during the
+ * walk, so every node walked was still queued with its links and jobs
+ * intact.  The old stub and all the run's nodes but the last become
+ * garbage; the last is the new stub.
+ */
+unsigned rp__lane_pop_owner_run(rp__lane *lane, rp__job *out, unsigned max)
+{
+    ck_fifo_mpmc_t *fifo = &lane->fifo;
+    struct ck_fifo_mpmc_pointer head, tail, next, update;
+    rp__lane_rec *garbage[RP__LANE_MAG], *rec = NULL, *ahead = NULL;
+    unsigned k = 0;
+
+    if (max > RP__LANE_MAG)
+        max = RP__LANE_MAG;
+    if (max <= 1)
+        return rp__lane_pop_owner(lane, out) ? 1 : 0;
+    rp__tsan_ignore_begin();
+    for (;;) {
+        head = load_tagged(&fifo->head);
+        tail = load_tagged(&fifo->tail);
+        next = load_tagged(&head.pointer->next);
+
+        if (head.pointer == tail.pointer) {
+            if (next.pointer == NULL) {
+                rp__tsan_ignore_end();
+                return 0;
+            }
+            update.pointer = next.pointer;
+            update.generation = tail.generation + 1;
+            ck_pr_cas_ptr_2(&fifo->tail, &tail, &update);
+            continue;
+        }
+        if (next.pointer == NULL)
+            continue;
+        garbage[0] = rec_of(head.pointer);
+        rec = rec_of(next.pointer);
+        ck_pr_fence_load();
+        memcpy(&out[0], &rec->job, sizeof out[0]);
+        k = 1;
+        while (k < max && &rec->fifo != tail.pointer && (out[k - 1].flags & RP__JOB_BATCH)) {
+            ck_fifo_mpmc_entry_t *n = ck_pr_load_ptr(&rec->fifo.next.pointer);
+            rp__lane_rec *nrec;
+
+            if (!n)
+                break;
+            nrec = rec_of(n);
+            ck_pr_fence_load();
+            memcpy(&out[k], &nrec->job, sizeof out[k]);
+            if (!continues_run(&out[k - 1], &out[k]))
+                break;
+            /* The next run's records: lines on their way now. */
+            if ((ahead = ck_pr_load_ptr(&nrec->ahead)) != NULL)
+                __builtin_prefetch(ahead);
+            garbage[k++] = rec;
+            rec = nrec;
+        }
+        ahead = ck_pr_load_ptr(&rec->ahead);
+        ck_pr_fence_load_atomic();
+        update.pointer = &rec->fifo;
+        update.generation = head.generation + 1;
+        if (ck_pr_cas_ptr_2(&fifo->head, &head, &update))
+            break;
+    }
+    next.pointer = ck_pr_load_ptr(&rec->fifo.next.pointer);
+    if (next.pointer) {
+        __builtin_prefetch(rec_of(next.pointer));
+        __builtin_prefetch((char *)rec_of(next.pointer) + RP_CACHELINE);
+    }
+    if (ahead) {
+        __builtin_prefetch(ahead);
+        __builtin_prefetch((char *)ahead + RP_CACHELINE);
+    }
+    rp__tsan_ignore_end();
+    /* As in dequeue(): the producers' writes of the jobs copied (garbage
+     * 1..k-1 and the new stub), and of the records freed. */
+    rp__tsan_acquire(rec);
+    for (unsigned i = 0; i < k; i++) {
+        rp__tsan_acquire(garbage[i]);
+        owner_free(lane, garbage[i]);
+    }
+    return k;
 }
 
 void rp__lane_flush(rp__lane *lane)

@@ -15,6 +15,7 @@
 
 #define RP__JOB_PINNED 1u
 #define RP__JOB_SAMPLED 2u /* feeds the queue-wait histogram */
+#define RP__JOB_BATCH 4u   /* queued by rp__mailbox_push_batch_mp */
 
 /* A job, by value: what a producer pushes and a consumer gets back. */
 typedef struct rp__job {
@@ -33,7 +34,12 @@ typedef struct rp__lane_rec {
     ck_fifo_mpmc_entry_t fifo; /* 16-aligned: ck uses cmpxchg16b on next */
     ck_stack_entry_t free;
     rp__job job;
+    /* A record queued RP__LANE_AHEAD places later in the same chain
+     * (rp__lane_push_n), or NULL: what a consumer prefetches when it takes
+     * this one.  A hint; read racily (see lane.c, "Prefetching"). */
+    struct rp__lane_rec *ahead;
 } rp__lane_rec;
+#define RP__LANE_AHEAD 4u
 
 /* A magazine: up to RP__LANE_MAG free records of one lane, as an array
  * (see lane.c, "Magazines"). */
@@ -82,6 +88,11 @@ unsigned rp__lane_steal(rp__lane *lane, rp__job *out, unsigned max);
 /* The same for the lane's one owner thread: the record it frees goes into
  * the magazine it fills, handed to producers RP__LANE_MAG at a time. */
 bool rp__lane_pop_owner(rp__lane *lane, rp__job *out);
+/* The owner: the oldest job into out[0] and, when it is a batch job
+ * (RP__JOB_BATCH), the batch jobs that follow it with consecutive
+ * sequence numbers, up to max in all, with one head CAS (see lane.c,
+ * "Runs").  Returns how many; 0 when the lane is empty. */
+unsigned rp__lane_pop_owner_run(rp__lane *lane, rp__job *out, unsigned max);
 /* Owner, going idle: hand over the magazine it fills, however full, so
  * its records do not wait for its next busy period. */
 void rp__lane_flush(rp__lane *lane);

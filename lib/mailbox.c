@@ -35,6 +35,7 @@ int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,
 
     atomic_init(&mb->reserved, 0);
     atomic_init(&mb->released, 0);
+    atomic_init(&mb->released_owner, 0);
     atomic_init(&mb->closed, 0);
     atomic_init(&mb->enqueued, 0);
     atomic_init(&mb->rejected, 0);
@@ -76,7 +77,7 @@ static bool try_reserve(rp__mailbox *mb)
      * grows, so the check can only overestimate the depth. */
     d = atomic_load_explicit(&mb->reserved, memory_order_relaxed);
     do {
-        if (d - atomic_load_explicit(&mb->released, memory_order_seq_cst) >= (int64_t)mb->capacity)
+        if (d - rp__mailbox_released(mb) >= (int64_t)mb->capacity)
             return false;
     } while (!atomic_compare_exchange_weak_explicit(
         &mb->reserved, &d, d + 1, memory_order_seq_cst, memory_order_relaxed));
@@ -274,7 +275,7 @@ static size_t reserve_up_to(rp__mailbox *mb, size_t k)
     }
     d = atomic_load_explicit(&mb->reserved, memory_order_relaxed);
     do {
-        take = (int64_t)mb->capacity - (d - atomic_load_explicit(&mb->released, memory_order_seq_cst));
+        take = (int64_t)mb->capacity - (d - rp__mailbox_released(mb));
         if (take <= 0)
             return 0;
         if (take > (int64_t)k)
@@ -314,6 +315,7 @@ size_t rp__mailbox_push_batch_mp(rp__mailbox *mb, rp_job_fn fn, void *const *arg
 
         for (size_t j = 0; j < m; j++) {
             jobs[j] = new_job(fn, args[i + j], false, NULL);
+            jobs[j].flags |= RP__JOB_BATCH;
             stamp(mb, &jobs[j], seq + i + j);
         }
         /* One link into the lane per chain. */
@@ -337,8 +339,25 @@ bool rp__mailbox_pop_owner(rp__mailbox *mb, rp__job *out)
 {
     if (!pop_oldest(mb, out, true))
         return false;
-    rp__mailbox_release(mb, 1);
+    rp__mailbox_release_owner(mb, 1);
     return true;
+}
+
+unsigned rp__mailbox_pop_owner_run(rp__mailbox *mb, rp__job *out, unsigned max)
+{
+    bool pinned_first = rp__lane_peek_seq(&mb->pinned) <=
+                        rp__lane_peek_seq(&mb->stealable);
+    unsigned got;
+
+    /* Runs are batch jobs, and batches are stealable. */
+    if (pinned_first && rp__lane_pop_owner(&mb->pinned, out))
+        got = 1;
+    else if (!(got = rp__lane_pop_owner_run(&mb->stealable, out, max)) &&
+             rp__lane_pop_owner(&mb->pinned, out))
+        got = 1;
+    if (got)
+        rp__mailbox_release_owner(mb, 1);
+    return got;
 }
 
 void rp__mailbox_flush(rp__mailbox *mb)

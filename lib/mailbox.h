@@ -28,8 +28,11 @@ struct rp__mailbox {
     /* Bumped by every accepted push: the enqueued count, and the order
      * between the two lanes. */
     _Atomic uint64_t enqueued;
-    /* Slots given back: by the owner, thieves and evicting producers. */
+    /* Slots given back: by thieves and evicting producers (a locked add)
+     * and by the owner (released_owner, its own counter: a plain store,
+     * so a job costs the owner no locked instruction here). */
     RP_ALIGNED _Atomic int64_t released;
+    _Atomic int64_t released_owner;
     /* Read on every push, written once or twice in a lifetime. */
     RP_ALIGNED _Atomic int closed; /* 0, RP_ESTOPPED or RP_ESHUTDOWN */
     size_t capacity;               /* 0: unbounded */
@@ -85,6 +88,14 @@ void rp__mailbox_count_skipped(rp__mailbox *mb, int reason);
  * both are empty. */
 bool rp__mailbox_pop_owner(rp__mailbox *mb, rp__job *out);
 
+/* Owner: the oldest queued job into out[0], and after it, when it is a
+ * batch job, up to max - 1 more of the same batch run (rp__lane_pop_owner_run),
+ * taken with one CAS.  Only out[0]'s slot is released: the others still
+ * count in depth, and the caller releases each slot as it takes the job
+ * (the routee keeps them with its stolen batch).  0 when both lanes are
+ * empty. */
+unsigned rp__mailbox_pop_owner_run(rp__mailbox *mb, rp__job *out, unsigned max);
+
 /* Owner, going idle: hand its lanes' partial magazines to producers. */
 void rp__mailbox_flush(rp__mailbox *mb);
 
@@ -117,12 +128,19 @@ static inline int rp__mailbox_closed(rp__mailbox *mb)
     return atomic_load_explicit(&mb->closed, memory_order_seq_cst);
 }
 
-/* Jobs holding a slot.  released is read first: every release follows its
- * reservation, so the difference is never negative. */
+/* Slots given back so far, by anyone.  Only grows. */
+static inline int64_t rp__mailbox_released(rp__mailbox *mb)
+{
+    return atomic_load_explicit(&mb->released, memory_order_seq_cst) +
+           atomic_load_explicit(&mb->released_owner, memory_order_seq_cst);
+}
+
+/* Jobs holding a slot.  The released counts are read first: every
+ * release follows its reservation, so the difference is never negative. */
 static inline int64_t rp__mailbox_depth(const rp__mailbox *mb)
 {
     rp__mailbox *m = (rp__mailbox *)mb;
-    int64_t released = atomic_load_explicit(&m->released, memory_order_seq_cst);
+    int64_t released = rp__mailbox_released(m);
 
     return atomic_load_explicit(&m->reserved, memory_order_seq_cst) - released;
 }
@@ -137,6 +155,17 @@ static inline void rp__mailbox_reserve(rp__mailbox *mb, int64_t n)
 static inline void rp__mailbox_release(rp__mailbox *mb, int64_t n)
 {
     atomic_fetch_add_explicit(&mb->released, n, memory_order_seq_cst);
+}
+
+/* The same, by the mailbox's owner thread only: a load and a release
+ * store.  Only the owner waits for its depth to fall (drain), and it sees
+ * its own stores; other readers take depth as a hint, and a late view of
+ * this store only overestimates it. */
+static inline void rp__mailbox_release_owner(rp__mailbox *mb, int64_t n)
+{
+    atomic_store_explicit(&mb->released_owner,
+                          atomic_load_explicit(&mb->released_owner, memory_order_relaxed) + n,
+                          memory_order_release);
 }
 
 static inline bool rp__mailbox_empty(rp__mailbox *mb)

@@ -431,16 +431,30 @@ static bool take_stolen(rp_routee *r, rp__job *out)
 {
     if (r->stolen_next == r->stolen_count)
         return false;
-    rp__mailbox_release(&r->mb, 1);
+    rp__mailbox_release_owner(&r->mb, 1);
     *out = r->stolen[r->stolen_next++];
     return true;
 }
 
-/* The next job to run into *out: a stolen one we hold, our own oldest, or
- * a steal.  False when there is none. */
+/* Our own oldest job, and the rest of its batch run (up to the stolen
+ * batch's size: they wait there, still counted in our depth). */
+static bool take_own(rp_routee *r, rp__job *out)
+{
+    unsigned got = rp__mailbox_pop_owner_run(&r->mb, r->stolen, RP__STEAL_MAX);
+
+    if (!got)
+        return false;
+    *out = r->stolen[0];
+    r->stolen_next = 1;
+    r->stolen_count = got;
+    return true;
+}
+
+/* The next job to run into *out: a stolen (or batch-run) one we hold, our
+ * own oldest, or a steal.  False when there is none. */
 static bool next_job(rp_routee *r, bool *searching, rp__job *out)
 {
-    return take_stolen(r, out) || rp__mailbox_pop_owner(&r->mb, out) ||
+    return take_stolen(r, out) || take_own(r, out) ||
            (r->pool->steal && steal(r, searching, out));
 }
 

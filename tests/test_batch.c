@@ -316,3 +316,86 @@ Test(batch, identical_backlogs_reuse_every_record, .init = setup, .timeout = 60)
     }
     rp_pool_destroy(p);
 }
+
+/*
+ * Batch runs.  A routee that takes a batch job also takes the jobs that
+ * follow it in the same batch, up to RUN (8) in all, with one queue
+ * operation; they wait inside the routee.  They still count in its depth,
+ * no thief can take them, and a stop hands them back like queued jobs.
+ */
+#define RUN 8
+
+Test(batch, a_held_batch_run_counts_in_depth_and_a_stop_hands_it_back, .init = setup,
+     .timeout = 20)
+{
+    rp_pool *p = NULL;
+    cr_assert_eq(make_pool(&p, "runs", 1, 0, 0, rp_strategy_round_robin()), 0);
+    gate g;
+    gate_init(&g);
+    probe pr[40];
+    probe_init_n(pr, 40, &LOG, 0, NULL);
+    pr[0].gate = &g;
+    cr_assert_eq(rp_pool_submit_batch(p, probe_job, args_of(pr, 40), 40), 0, "%s", rp_errmsg());
+    cr_assert(gate_wait_entered(&g, 1, 5000));
+    /* The running job's run-mates wait in the routee: still counted. */
+    cr_assert_eq(rp_routee_depth(rp_pool_routee(p, 0)), 39);
+    cr_assert_eq(rp_routee_stop(rp_pool_routee(p, 0)), 0);
+    gate_open(&g);
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    cr_assert_eq(probe_runs(&pr[0]), 1);
+    cr_assert_eq(probe_undel(&pr[0]), 0);
+    for (int i = 1; i < 40; i++) {
+        cr_assert_eq(probe_runs(&pr[i]), 0, "job %d ran after the stop", i);
+        cr_assert_eq(probe_undel(&pr[i]), 1, "job %d came back %d times", i, probe_undel(&pr[i]));
+        cr_assert_eq(atomic_load(&pr[i].reason), RP_ESTOPPED, "job %d: %s", i,
+                     rp_err_name(atomic_load(&pr[i].reason)));
+    }
+    cr_assert_eq(rp_routee_depth(rp_pool_routee(p, 0)), 0);
+    rp_pool_destroy(p);
+    gate_destroy(&g);
+}
+
+Test(batch, a_thief_takes_the_queued_rest_of_a_batch_but_not_the_held_run, .init = setup,
+     .timeout = 20)
+{
+    rp_pool *p = NULL;
+    cr_assert_eq(make_pool(&p, "runt", 2, 0, 0, rp_strategy_round_robin()), 0);
+    rp_routee *r0 = rp_pool_routee(p, 0), *r1 = rp_pool_routee(p, 1);
+    gate g0, g1;
+    gate_init(&g0);
+    gate_init(&g1);
+    /* Routee 1 is busy while routee 0 takes its first batch job. */
+    probe hold;
+    probe_init(&hold, &LOG, -1, &g1);
+    cr_assert_eq(rp_routee_tell(r1, probe_job, &hold), 0);
+    cr_assert(gate_wait_entered(&g1, 1, 5000));
+    rp_router *only0 = NULL;
+    cr_assert_eq(rp_router_create_group(&only0, &r0, 1, NULL), 0, "%s", rp_errmsg());
+    probe pr[20];
+    probe_init_n(pr, 20, &LOG, 0, NULL);
+    pr[0].gate = &g0;
+    cr_assert_eq(rp_router_tell_batch(only0, probe_job, args_of(pr, 20), 20), 0, "%s", rp_errmsg());
+    cr_assert(gate_wait_entered(&g0, 1, 5000));
+    /* Routee 1 is free: it steals the 12 jobs still queued, not the 7
+     * routee 0 holds. */
+    gate_open(&g1);
+    const int64_t deadline = now_ms() + 5000;
+    while (rp_routee_depth(r0) > RUN - 1 && now_ms() < deadline)
+        sleep_ms(1);
+    cr_assert_eq(rp_routee_depth(r0), RUN - 1);
+    for (int i = RUN; i < 20; i++)
+        cr_assert(wait_atomic_ge(&pr[i].runs, 1, 5000), "job %d was not stolen", i);
+    for (int i = 1; i < RUN; i++)
+        cr_assert_eq(probe_runs(&pr[i]), 0, "held job %d ran while routee 0 was blocked", i);
+    gate_open(&g0);
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    assert_all_ran_once(pr, 20);
+    for (int i = 0; i < RUN; i++)
+        cr_assert_eq(probe_routee(&pr[i]), 0, "job %d ran on routee %d", i, probe_routee(&pr[i]));
+    for (int i = RUN; i < 20; i++)
+        cr_assert_eq(probe_routee(&pr[i]), 1, "job %d ran on routee %d", i, probe_routee(&pr[i]));
+    rp_router_destroy(only0);
+    rp_pool_destroy(p);
+    gate_destroy(&g0);
+    gate_destroy(&g1);
+}

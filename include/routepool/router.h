@@ -97,6 +97,14 @@ int rp_router_tell(rp_router *router, rp_job_fn fn, void *arg);
  * and custom strategies each job still sees the earlier ones queued (no
  * saving in the pick, some in the call).
  *
+ * Runs: a routee that takes a job of a batch also takes the jobs that
+ * follow it in the same batch, up to 8 in all, with one queue operation,
+ * and runs them in order.  Those 7 wait inside the routee: they still
+ * count in rp_routee_depth(), a stop or an abort hands them back like
+ * queued jobs, but no other routee can steal them.  A long job in a
+ * batch therefore delays at most the 7 jobs after it; send jobs whose
+ * costs vary widely as tells, or in smaller batches.
+ *
  * Unlike rp_router_tell(), a job that cannot be queued is not left with
  * the caller: it is handed to the on_undelivered callback (the router's,
  * else the pool's) with its reason, so every job of the batch either runs

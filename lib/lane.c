@@ -49,6 +49,13 @@
  * and back in, like taking; producers take it when no full magazine
  * waits).  Evicting producers, and everyone when no empty magazine is
  * left, use the lane's freelist, which producers fall back to last.
+ *
+ * Prefetching.  A consumer follows next links, so it can start a record's
+ * cache miss only once the record before it arrived.  A chain
+ * (rp__lane_push_n) knows its records ahead: each carries ahead, the one
+ * RP__LANE_AHEAD places on, which a consumer prefetches when it takes the
+ * record.  The read is racy (the record may be recycled meanwhile), but
+ * records are type-stable, and a prefetch of a wrong address costs nothing.
  */
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -317,16 +324,36 @@ size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n)
     return got;
 }
 
+/* Whether the job after prev may join prev's run (owner runs). */
+static bool continues_run(const rp__job *prev, const rp__job *next)
+{
+    return (prev->flags & next->flags & RP__JOB_BATCH) &&
+           atomic_load_explicit(&next->seq, memory_order_relaxed) ==
+               atomic_load_explicit(&prev->seq, memory_order_relaxed) + 1;
+}
+
 /*
- * ck_fifo_mpmc_dequeue() with the job copied out before the commit (see
- * the top of the file): the same loads, fences and CASes on ck's structure.
- * Returns the record that became garbage (the old stub), NULL when empty.
+ * ck_fifo_mpmc_dequeue() with the jobs copied out before the commit (see
+ * the top of the file), extended to take a run of up to max jobs with one
+ * head CAS: the same loads, fences and CASes on ck's structure.
+ *
+ * Runs.  After the first node, the walk follows next links - while the
+ * jobs continue a batch run (continues_run) when batch_only, else up to
+ * max - but never past the tail read before the walk: a head moved beyond
+ * the tail would leave the tail on a freed record, and as the tail only
+ * moves forward, stopping at the snapshot is safe.  If the head CAS
+ * succeeds the head did not move during the walk, so every node walked was
+ * still queued, its links and job intact.  The old stub and every node of
+ * the run but the last become garbage (garbage[0..k)); the last is the new
+ * stub.  Returns k, 0 when the lane is empty.
  */
-static rp__lane_rec *dequeue(rp__lane *lane, rp__job *out)
+static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, bool batch_only,
+                            rp__lane_rec **garbage)
 {
     ck_fifo_mpmc_t *fifo = &lane->fifo;
     struct ck_fifo_mpmc_pointer head, tail, next, update;
     rp__lane_rec *rec, *ahead;
+    unsigned k;
 
     rp__tsan_ignore_begin();
     for (;;) {
@@ -340,7 +367,7 @@ static rp__lane_rec *dequeue(rp__lane *lane, rp__job *out)
              * lane is empty; else the tail lags: forward it. */
             if (next.pointer == NULL) {
                 rp__tsan_ignore_end();
-                return NULL;
+                return 0;
             }
             update.generation = tail.generation + 1;
             ck_pr_cas_ptr_2(&fifo->tail, &tail, &update);
@@ -350,18 +377,38 @@ static rp__lane_rec *dequeue(rp__lane *lane, rp__job *out)
         if (next.pointer == NULL)
             continue;
         /* Copy before the commit; kept only if the head did not move. */
+        garbage[0] = rec_of(head.pointer);
         rec = rec_of(next.pointer);
         ck_pr_fence_load();
-        memcpy(out, &rec->job, sizeof *out);
+        memcpy(&out[0], &rec->job, sizeof out[0]);
         ahead = ck_pr_load_ptr(&rec->ahead);
+        for (k = 1; k < max && &rec->fifo != tail.pointer; k++) {
+            ck_fifo_mpmc_entry_t *n = ck_pr_load_ptr(&rec->fifo.next.pointer);
+            rp__lane_rec *nrec;
+
+            if (!n || (batch_only && !(out[k - 1].flags & RP__JOB_BATCH)))
+                break;
+            nrec = rec_of(n);
+            ck_pr_fence_load();
+            memcpy(&out[k], &nrec->job, sizeof out[k]);
+            if (batch_only && !continues_run(&out[k - 1], &out[k]))
+                break;
+            /* Later records of the chain: their lines on their way. */
+            if (ahead)
+                __builtin_prefetch(ahead);
+            ahead = ck_pr_load_ptr(&nrec->ahead);
+            garbage[k] = rec;
+            rec = nrec;
+        }
         ck_pr_fence_load_atomic();
+        update.pointer = &rec->fifo;
         update.generation = head.generation + 1;
         if (ck_pr_cas_ptr_2(&fifo->head, &head, &update))
             break;
     }
-    /* The next dequeue copies the job after this one: start its miss now
-     * (rec is the stub now; type-stable, so the read is safe).  In a chain,
-     * also the one RP__LANE_AHEAD places on ("Prefetching", at the top). */
+    /* The next dequeue copies the job after the run: start its miss now
+     * (rec is the stub now; type-stable, so the read is safe), and in a
+     * chain the one RP__LANE_AHEAD places on ("Prefetching", at the top). */
     next.pointer = ck_pr_load_ptr(&rec->fifo.next.pointer);
     if (next.pointer) {
         __builtin_prefetch(rec_of(next.pointer));
@@ -372,28 +419,26 @@ static rp__lane_rec *dequeue(rp__lane *lane, rp__job *out)
         __builtin_prefetch((char *)ahead + RP_CACHELINE);
     }
     rp__tsan_ignore_end();
-    /* Pairs with the release in push: the producer's writes of this job
-     * happen before our use of the copy. */
+    /* Pairs with the release in push: the producers' writes of the jobs
+     * copied (the run's records: garbage[1..k) and the new stub) happen
+     * before our use of the copies.  The old stub's writes (push, the
+     * dequeue that copied it out and ours are ordered through ck's head
+     * CAS, which TSan does not see) happen before the record is reused. */
     rp__tsan_acquire(rec);
-    /* The old stub: no longer reachable from the head.  Its producer's
-     * writes happen before this (push, the dequeue that copied it out and
-     * ours are ordered through ck's head CAS, which TSan does not see):
-     * acquire them before the record is reused. */
-    rec = rec_of(head.pointer);
-    rp__tsan_acquire(rec);
-    return rec;
+    for (unsigned i = 0; i < k; i++)
+        rp__tsan_acquire(garbage[i]);
+    return k;
 }
 
 bool rp__lane_pop_mc(rp__lane *lane, rp__job *out)
 {
-    rp__lane_rec *garbage = dequeue(lane, out);
+    rp__lane_rec *garbage;
 
-    if (!garbage)
+    if (!dequeue_run(lane, out, 1, false, &garbage))
         return false;
     rp__freelist_put(&lane->recs, garbage);
     return true;
 }
-
 
 /* A thief: hand the records of one steal to producers (see the top). */
 static void give_back(rp__lane *lane, rp__lane_rec **recs, unsigned k)
@@ -420,14 +465,13 @@ static void give_back(rp__lane *lane, rp__lane_rec **recs, unsigned k)
 unsigned rp__lane_steal(rp__lane *lane, rp__job *out, unsigned max)
 {
     rp__lane_rec *garbage[RP__LANE_MAG];
-    unsigned got = 0;
+    unsigned got;
 
     if (max > RP__LANE_MAG)
         max = RP__LANE_MAG;
-    while (got < max && (garbage[got] = dequeue(lane, &out[got])) != NULL)
-        got++;
-    if (got)
-        give_back(lane, garbage, got);
+    if (max == 0 || (got = dequeue_run(lane, out, max, false, garbage)) == 0)
+        return 0;
+    give_back(lane, garbage, got);
     return got;
 }
 
@@ -446,108 +490,21 @@ static void owner_free(rp__lane *lane, rp__lane_rec *garbage)
 
 bool rp__lane_pop_owner(rp__lane *lane, rp__job *out)
 {
-    rp__lane_rec *garbage = dequeue(lane, out);
-
-    if (!garbage)
-        return false;
-    owner_free(lane, garbage);
-    return true;
+    return rp__lane_pop_owner_run(lane, out, 1) == 1;
 }
 
-/* Whether the job after prev may join prev's run. */
-static bool continues_run(const rp__job *prev, const rp__job *next)
-{
-    return (prev->flags & next->flags & RP__JOB_BATCH) &&
-           atomic_load_explicit(&next->seq, memory_order_relaxed) ==
-               atomic_load_explicit(&prev->seq, memory_order_relaxed) + 1;
-}
-
-/*
- * Runs.  dequeue() with the walk extended: after the first node, follow
- * next links while the jobs continue a batch run, never past the tail read
- * before the walk (a head moved beyond the tail would leave the tail on a
- * freed record; the tail only moves forward, so stopping at the snapshot
- * is safe).  If the head CAS succeeds the head did not move during the
- * walk, so every node walked was still queued with its links and jobs
- * intact.  The old stub and all the run's nodes but the last become
- * garbage; the last is the new stub.
- */
 unsigned rp__lane_pop_owner_run(rp__lane *lane, rp__job *out, unsigned max)
 {
-    ck_fifo_mpmc_t *fifo = &lane->fifo;
-    struct ck_fifo_mpmc_pointer head, tail, next, update;
-    rp__lane_rec *garbage[RP__LANE_MAG], *rec = NULL, *ahead = NULL;
-    unsigned k = 0;
+    rp__lane_rec *garbage[RP__LANE_MAG];
+    unsigned got;
 
     if (max > RP__LANE_MAG)
         max = RP__LANE_MAG;
-    if (max <= 1)
-        return rp__lane_pop_owner(lane, out) ? 1 : 0;
-    rp__tsan_ignore_begin();
-    for (;;) {
-        head = load_tagged(&fifo->head);
-        tail = load_tagged(&fifo->tail);
-        next = load_tagged(&head.pointer->next);
-
-        if (head.pointer == tail.pointer) {
-            if (next.pointer == NULL) {
-                rp__tsan_ignore_end();
-                return 0;
-            }
-            update.pointer = next.pointer;
-            update.generation = tail.generation + 1;
-            ck_pr_cas_ptr_2(&fifo->tail, &tail, &update);
-            continue;
-        }
-        if (next.pointer == NULL)
-            continue;
-        garbage[0] = rec_of(head.pointer);
-        rec = rec_of(next.pointer);
-        ck_pr_fence_load();
-        memcpy(&out[0], &rec->job, sizeof out[0]);
-        k = 1;
-        while (k < max && &rec->fifo != tail.pointer && (out[k - 1].flags & RP__JOB_BATCH)) {
-            ck_fifo_mpmc_entry_t *n = ck_pr_load_ptr(&rec->fifo.next.pointer);
-            rp__lane_rec *nrec;
-
-            if (!n)
-                break;
-            nrec = rec_of(n);
-            ck_pr_fence_load();
-            memcpy(&out[k], &nrec->job, sizeof out[k]);
-            if (!continues_run(&out[k - 1], &out[k]))
-                break;
-            /* The next run's records: lines on their way now. */
-            if ((ahead = ck_pr_load_ptr(&nrec->ahead)) != NULL)
-                __builtin_prefetch(ahead);
-            garbage[k++] = rec;
-            rec = nrec;
-        }
-        ahead = ck_pr_load_ptr(&rec->ahead);
-        ck_pr_fence_load_atomic();
-        update.pointer = &rec->fifo;
-        update.generation = head.generation + 1;
-        if (ck_pr_cas_ptr_2(&fifo->head, &head, &update))
-            break;
-    }
-    next.pointer = ck_pr_load_ptr(&rec->fifo.next.pointer);
-    if (next.pointer) {
-        __builtin_prefetch(rec_of(next.pointer));
-        __builtin_prefetch((char *)rec_of(next.pointer) + RP_CACHELINE);
-    }
-    if (ahead) {
-        __builtin_prefetch(ahead);
-        __builtin_prefetch((char *)ahead + RP_CACHELINE);
-    }
-    rp__tsan_ignore_end();
-    /* As in dequeue(): the producers' writes of the jobs copied (garbage
-     * 1..k-1 and the new stub), and of the records freed. */
-    rp__tsan_acquire(rec);
-    for (unsigned i = 0; i < k; i++) {
-        rp__tsan_acquire(garbage[i]);
+    if (max == 0 || (got = dequeue_run(lane, out, max, true, garbage)) == 0)
+        return 0;
+    for (unsigned i = 0; i < got; i++)
         owner_free(lane, garbage[i]);
-    }
-    return k;
+    return got;
 }
 
 void rp__lane_flush(rp__lane *lane)

@@ -82,8 +82,9 @@ int rp__lane_push_mp(rp__lane *lane, const rp__job *job);
 size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n);
 /* Take the oldest job into *out; false when the lane is empty. */
 bool rp__lane_pop_mc(rp__lane *lane, rp__job *out);
-/* A thief: take up to max of the oldest jobs into out[0..); their records
- * go back to producers in a magazine.  Returns how many. */
+/* A thief: take up to max of the oldest jobs into out[0..), with one head
+ * CAS (a run, see lane.c); their records go back to producers in a
+ * magazine.  Returns how many. */
 unsigned rp__lane_steal(rp__lane *lane, rp__job *out, unsigned max);
 /* The same for the lane's one owner thread: the record it frees goes into
  * the magazine it fills, handed to producers RP__LANE_MAG at a time. */

@@ -135,37 +135,46 @@ int rp__reason_slot(int reason)
     return -1;
 }
 
+/* The clock, read at most once per push: a batch's jobs are queued
+ * together. */
+static int64_t push_time(int64_t *now)
+{
+    if (!*now)
+        *now = rp__now_ns();
+    return *now;
+}
+
 /* One enqueue in RP_METRICS_SAMPLE: the depth it found, and a timestamp
  * for the queue-wait histogram (read by whoever runs the job). */
-static void sample_enqueue(rp__mailbox *mb, rp__job *job)
+static void sample_enqueue(rp__mailbox *mb, rp__job *job, int64_t found, int64_t now_ns)
 {
-    /* depth already counts this job's own slot: what it found is one less. */
-    int64_t d = rp__mailbox_depth(mb) - 1;
     int b = 0;
 
-    while (b < RP_DEPTH_BUCKETS - 1 && (double)d > rp_metrics_depth_bounds[b])
+    while (b < RP_DEPTH_BUCKETS - 1 && (double)found > rp_metrics_depth_bounds[b])
         b++;
     atomic_fetch_add_explicit(&mb->depth_hist[b], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&mb->depth_sum, (uint64_t)(d > 0 ? d : 0), memory_order_relaxed);
+    atomic_fetch_add_explicit(&mb->depth_sum, (uint64_t)(found > 0 ? found : 0), memory_order_relaxed);
     atomic_fetch_add_explicit(&mb->depth_count, 1, memory_order_relaxed);
-    job->enq_ns = rp__now_ns();
+    job->enq_ns = now_ns;
     job->flags |= RP__JOB_SAMPLED;
 }
 
-/* Stamp a job with its sequence number and the sampling/tracing marks. */
-static void stamp(rp__mailbox *mb, rp__job *job, uint64_t seq)
+/* Stamp a job with its sequence number and the sampling/tracing marks.
+ * found: the jobs queued ahead of it, or -1 to read the depth (which
+ * already counts this job's own slot: what it found is one less). */
+static void stamp(rp__mailbox *mb, rp__job *job, uint64_t seq, int64_t found, int64_t *now)
 {
     atomic_store_explicit(&job->seq, seq, memory_order_relaxed);
     job->enq_ns = 0;
     job->submit_tid = 0;
     if (mb->metrics && seq % RP_METRICS_SAMPLE == 0)
-        sample_enqueue(mb, job);
+        sample_enqueue(mb, job, found >= 0 ? found : rp__mailbox_depth(mb) - 1, push_time(now));
     if (RP_UNLIKELY(mb->trace_sample != NULL)) {
         unsigned every = atomic_load_explicit(mb->trace_sample, memory_order_acquire);
         if (every && seq % every == 0) {
             job->submit_tid = rp__tid();
             if (!job->enq_ns)
-                job->enq_ns = rp__now_ns();
+                job->enq_ns = push_time(now);
         }
     }
 }
@@ -174,8 +183,9 @@ static void stamp(rp__mailbox *mb, rp__job *job, uint64_t seq)
 static int enqueue(rp__mailbox *mb, rp__job *job)
 {
     rp__lane *lane = (job->flags & RP__JOB_PINNED) ? &mb->pinned : &mb->stealable;
+    int64_t now = 0;
 
-    stamp(mb, job, atomic_fetch_add_explicit(&mb->enqueued, 1, memory_order_relaxed));
+    stamp(mb, job, atomic_fetch_add_explicit(&mb->enqueued, 1, memory_order_relaxed), -1, &now);
     if (RP_UNLIKELY(rp__lane_push_mp(lane, job) < 0)) {
         /* Not counted as enqueued: take the count back. */
         atomic_fetch_sub_explicit(&mb->enqueued, 1, memory_order_relaxed);
@@ -290,6 +300,7 @@ size_t rp__mailbox_push_batch_mp(rp__mailbox *mb, rp_job_fn fn, void *const *arg
 {
     size_t granted, i;
     uint64_t seq;
+    int64_t before = 0, now = 0;
     int closed;
 
     *rc = 0;
@@ -307,8 +318,12 @@ size_t rp__mailbox_push_batch_mp(rp__mailbox *mb, rp_job_fn fn, void *const *arg
         *rc = closed;
         return 0;
     }
-    /* One sequence range for the whole run: jobs take base, base+1, ... */
+    /* One sequence range for the whole run: jobs take base, base+1, ...
+     * Job j of the run found the depth before it plus j (for the metrics'
+     * sample: one depth read and one clock read per call). */
     seq = atomic_fetch_add_explicit(&mb->enqueued, granted, memory_order_relaxed);
+    if (mb->metrics && (before = rp__mailbox_depth(mb) - (int64_t)granted) < 0)
+        before = 0;
     for (i = 0; i < granted;) {
         rp__job jobs[RP__LANE_CHAIN_MAX];
         size_t m = granted - i < RP__LANE_CHAIN_MAX ? granted - i : RP__LANE_CHAIN_MAX, put;
@@ -316,7 +331,7 @@ size_t rp__mailbox_push_batch_mp(rp__mailbox *mb, rp_job_fn fn, void *const *arg
         for (size_t j = 0; j < m; j++) {
             jobs[j] = new_job(fn, args[i + j], false, NULL);
             jobs[j].flags |= RP__JOB_BATCH;
-            stamp(mb, &jobs[j], seq + i + j);
+            stamp(mb, &jobs[j], seq + i + j, before + (int64_t)(i + j), &now);
         }
         /* One link into the lane per chain. */
         put = rp__lane_push_n(&mb->stealable, jobs, m);

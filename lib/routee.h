@@ -83,4 +83,10 @@ int rp__ask_begin(rp_pool *pool, int64_t deadline_ns, rp__reply *reply, rp_futur
 /* The ask's job was not accepted: undo rp__ask_begin(). */
 void rp__ask_abort(rp__reply *reply, rp_future **out);
 
+/* Round-robin picks for the message indices base .. base + k - 1 into
+ * targets[0..k): what rp_strategy_pick() would return for each, with one
+ * division instead of k (strategy.c).  n >= 1. */
+void rp__strategy_round_robin_run(rp_routee *const *routees, size_t n, uint64_t base,
+                                  size_t k, size_t *targets);
+
 #endif /* RP_ROUTEE_H */

@@ -420,14 +420,21 @@ static int batch_chunk(rp_router *rt, rp_job_fn fn, void *const *args, size_t n,
 {
     size_t target[BATCH_CHUNK];
     bool done[BATCH_CHUNK] = {false};
+    bool rr = rt->strategy.kind == RP_STRATEGY_ROUND_ROBIN && rt->n > 0;
     int first = 0;
 
+    if (rr) /* the same picks, without a division per job */
+        rp__strategy_round_robin_run(rt->routees, rt->n, base, n, target);
     for (size_t j = 0; j < n; j++) {
         rp_route_state st = {0};
         int cnt;
 
         st.message_index = base + j;
         RP_PROBE3(submit, rt->name, st.message_index, 0);
+        if (rr) {
+            RP_PROBE4(route, rt->name, (int)rt->strategy.kind, (long)target[j], 1);
+            continue;
+        }
         cnt = rp_strategy_pick(&rt->strategy, &st, rt->routees, rt->n, out);
         RP_PROBE4(route, rt->name, (int)rt->strategy.kind, cnt > 0 ? (long)out[0] : -1L, cnt);
         if (cnt == 1) {

@@ -93,12 +93,27 @@ const char *rp_strategy_name(rp_strategy_kind kind)
  * itself when all are. */
 static size_t first_live(rp_routee *const *routees, size_t n, size_t start)
 {
+    size_t i = start;
+
     for (size_t k = 0; k < n; k++) {
-        size_t i = (start + k) % n;
         if (!rp__routee_stopped(routees[i]))
             return i;
+        if (++i == n) /* start < n: no division */
+            i = 0;
     }
     return start;
+}
+
+void rp__strategy_round_robin_run(rp_routee *const *routees, size_t n, uint64_t base,
+                                  size_t k, size_t *targets)
+{
+    size_t i = (size_t)(base % n);
+
+    for (size_t j = 0; j < k; j++) {
+        targets[j] = first_live(routees, n, i);
+        if (++i == n)
+            i = 0;
+    }
 }
 
 /* splitmix64's finaliser: a bijective 64-bit mix. */

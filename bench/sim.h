@@ -55,6 +55,13 @@ typedef struct sim_model {
 } sim_model;
 
 /** One cell: k routees, one load, one router. */
+/** A measured interruption: job (index in arrival order, warm-up
+ *  included) took ns more than its cost (rp-bench-sojourn's "stalls"). */
+typedef struct sim_extra {
+    uint64_t job;
+    int64_t ns;
+} sim_extra;
+
 typedef struct sim_cell {
     unsigned k;
     double load;
@@ -65,6 +72,8 @@ typedef struct sim_cell {
     bool exact_seed;        /* seed is the generator's state as such, as in
                              * rp-bench-sojourn's workload_draw() (k = 2, bimodal:
                              * the very arrivals and costs of its run) */
+    const sim_extra *extra; /* added to those jobs' costs, by job; NULL: none */
+    size_t nextra;
 } sim_cell;
 
 /** What a cell measured (sojourn in us, nearest-rank percentiles). */
@@ -91,7 +100,9 @@ void sim_model_bench_profile(sim_model *m);
 int sim_run_cell(sim_result *out, const sim_cell *c, const sim_model *m);
 
 /** --validate FILE: 0 every cell passes, 1 a cell fails (or out of
- *  memory), 2 the file cannot be read as rp-bench-sojourn JSON. */
-int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool strict);
+ *  memory), 2 the file cannot be read as rp-bench-sojourn JSON.  stalls:
+ *  replay the file's measured interruptions (when it has them). */
+int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool strict,
+                 bool stalls);
 
 #endif /* RP_BENCH_SIM_H */

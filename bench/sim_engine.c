@@ -168,6 +168,8 @@ typedef struct gen {
     sim_cost cost;
     double slowdown;
     uint64_t n;
+    const sim_extra *extra; /* sim_cell's, consumed in job order */
+    size_t nextra, xi;
 } gen;
 
 typedef struct sim {
@@ -333,6 +335,9 @@ static void gen_init(gen *g, const sim_cell *c, const sim_model *m)
     g->cost = c->cost;
     g->slowdown = m->slowdown;
     g->n = 0;
+    g->extra = c->extra;
+    g->nextra = c->extra ? c->nextra : 0;
+    g->xi = 0;
 }
 
 static sjob gen_next(gen *g)
@@ -343,6 +348,10 @@ static sjob gen_next(gen *g)
     j.arr = (int64_t)g->t;
     j.cost = draw_cost(g->cost, g->slowdown, &g->rng);
     j.id = g->n++;
+    while (g->xi < g->nextra && g->extra[g->xi].job < j.id)
+        g->xi++;
+    if (g->xi < g->nextra && g->extra[g->xi].job == j.id)
+        j.cost += g->extra[g->xi++].ns;
     return j;
 }
 

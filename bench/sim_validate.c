@@ -42,6 +42,11 @@ typedef struct real_cell {
     double mean, p99, service, disp_mean, disp_p99;
     double ideal_mean, ideal_p99;   /* the benchmark's zero-overhead simulation */
     double run_p99[V_MAX_RUNS], run_mean[V_MAX_RUNS];
+    /* The run's measured interruptions ("stalls"), replayed as extra job
+     * cost; and their share of the measured jobs' mean service time, us. */
+    sim_extra *run_stalls[V_MAX_RUNS];
+    size_t run_nstalls[V_MAX_RUNS];
+    double run_stall_us[V_MAX_RUNS];
     int nruns;
 } real_cell;
 
@@ -104,25 +109,75 @@ static int router_of(const char *key)
     return -1;
 }
 
-/* The runs array of one cell: per-run mean and p99. */
-static void parse_runs(real_cell *c, const char *runs, const char *end)
+/*
+ * A run's "stalls": [[job, extra us], ...] (between p and end) into
+ * c's run r, sorted by job as written; absent (older files): none.
+ * warmup: jobs before it are not measured (for run_stall_us).
+ */
+static bool parse_stalls(real_cell *c, int r, const char *p, const char *end, uint64_t warmup,
+                         uint64_t jobs)
+{
+    const char *q = strstr(p, "\"stalls\": [");
+    size_t cap = 0;
+    double measured = 0;
+
+    c->run_stalls[r] = NULL;
+    c->run_nstalls[r] = 0;
+    c->run_stall_us[r] = 0;
+    if (!q || q >= end)
+        return true;
+    q += strlen("\"stalls\": [");
+    while (q < end && *q == '[') {
+        char *stop;
+        double job = strtod(q + 1, &stop), us;
+
+        if (stop == q + 1 || *stop != ',')
+            return false;
+        us = strtod(stop + 1, &stop);
+        if (*stop != ']' || !isfinite(job) || job < 0 || !isfinite(us) || us < 0 ||
+            (c->run_nstalls[r] && (uint64_t)job <= c->run_stalls[r][c->run_nstalls[r] - 1].job))
+            return false;
+        if (c->run_nstalls[r] == cap) {
+            sim_extra *grown = realloc(c->run_stalls[r], (cap = cap ? 2 * cap : 256) * sizeof *grown);
+            if (!grown)
+                return false;
+            c->run_stalls[r] = grown;
+        }
+        c->run_stalls[r][c->run_nstalls[r]++] = (sim_extra){(uint64_t)job, (int64_t)(us * 1e3)};
+        if ((uint64_t)job >= warmup)
+            measured += us;
+        q = stop + 1;
+        if (*q == ',')
+            q += 2;
+    }
+    c->run_stall_us[r] = jobs ? measured / (double)jobs : 0;
+    return *q == ']';
+}
+
+/* The runs array of one cell: per-run mean and p99, and stalls. */
+static bool parse_runs(real_cell *c, const char *runs, const char *end, uint64_t warmup,
+                       uint64_t jobs)
 {
     const char *p = runs;
 
     c->nruns = 0;
     while (c->nruns < V_MAX_RUNS && (p = strstr(p, "{\"mean_us\":")) && p < end) {
         const char *next = strchr(p + 1, '}');
-        if (!num_after(p, next, "mean_us", &c->run_mean[c->nruns]) ||
+        if (!next || !num_after(p, next, "mean_us", &c->run_mean[c->nruns]) ||
             !num_after(p, next, "p99_us", &c->run_p99[c->nruns]))
             break;
+        if (!parse_stalls(c, c->nruns, p, next, warmup, jobs))
+            return false;
         c->nruns++;
-        p = next ? next : end;
+        p = next;
     }
+    return true;
 }
 
 /* One cell, s at its {"load": and end at the next one (or the end).
  * *skip: a scheduler the simulator does not model (the oneTBB peer). */
-static bool parse_cell(real_cell *c, const char *s, const char *end, bool *skip)
+static bool parse_cell(real_cell *c, const char *s, const char *end, bool *skip,
+                       uint64_t warmup, uint64_t jobs)
 {
     const char *med = strstr(s, "\"median\":"), *sim = strstr(s, "\"simulated_median\":");
     const char *runs = strstr(s, "\"runs\":"), *sched = strstr(s, "\"scheduler\":");
@@ -145,7 +200,8 @@ static bool parse_cell(real_cell *c, const char *s, const char *end, bool *skip)
         !num_after(sim, runs, "mean_us", &c->ideal_mean) ||
         !num_after(sim, runs, "p99_us", &c->ideal_p99))
         return false;
-    parse_runs(c, runs, end);
+    if (!parse_runs(c, runs, end, warmup, jobs))
+        return false;
     return c->nruns > 0 && c->load > 0 && c->load < 1;
 }
 
@@ -179,7 +235,7 @@ static int parse_file(real_file *f, const char *text, const char *path)
         const char *next = strstr(p + 1, "{\"load\":");
         const char *end = next ? next : p + strlen(p);
         bool skip;
-        if (!parse_cell(&f->cells[f->ncells], p, end, &skip)) {
+        if (!parse_cell(&f->cells[f->ncells], p, end, &skip, f->warmup, f->jobs)) {
             fprintf(stderr, "rp-bench-sim: %s: cannot read cell %d\n", path, f->ncells + 1);
             return -1;
         }
@@ -195,28 +251,52 @@ static int parse_file(real_file *f, const char *text, const char *path)
 }
 
 /* Job cost multiplier at one load: the median measured service time over
- * the schedulers, over the nominal mean. */
-static double slowdown_at(const real_file *f, double load)
+ * the schedulers, over the nominal mean.  stalls: the interruptions are
+ * replayed job by job, so their share comes off the service time. */
+static double slowdown_at(const real_file *f, double load, bool stalls)
 {
     double v[V_MAX_CELLS];
     size_t n = 0;
 
-    for (int i = 0; i < f->ncells; i++)
-        if (fabs(f->cells[i].load - load) < 1e-9 && f->cells[i].service > 0)
-            v[n++] = f->cells[i].service * 1e3 / SIM_MEAN_NS;
+    for (int i = 0; i < f->ncells; i++) {
+        const real_cell *c = &f->cells[i];
+        double svc = c->service;
+
+        if (fabs(c->load - load) > 1e-9 || svc <= 0)
+            continue;
+        if (stalls)
+            svc -= bench_median((double *)c->run_stall_us, (size_t)c->nruns);
+        v[n++] = svc * 1e3 / SIM_MEAN_NS;
+    }
     return n ? bench_median(v, n) : 1.0;
+}
+
+/* Events replayed per run, median over every run of the file. */
+static double median_stalls(const real_file *f)
+{
+    static double v[V_MAX_CELLS * V_MAX_RUNS];
+    size_t n = 0;
+
+    for (int i = 0; i < f->ncells; i++)
+        for (int r = 0; r < f->cells[i].nruns; r++)
+            v[n++] = (double)f->cells[i].run_nstalls[r];
+    return n ? bench_median(v, n) : 0;
 }
 
 /* The benchmark's protocol: reps runs of its workloads, medians. */
 static int simulate_cell(double *mean, double *p99, double *disp, const real_file *f, int li,
-                         sim_router r, const sim_model *m)
+                         const real_cell *rc, const sim_model *m, bool stalls)
 {
     double means[V_MAX_RUNS], p99s[V_MAX_RUNS], disps[V_MAX_RUNS];
 
     for (int rep = 0; rep < f->reps; rep++) {
-        sim_cell c = {.k = 2, .load = f->loads[li], .router = r, .cost = SC_BIMODAL,
+        sim_cell c = {.k = 2, .load = f->loads[li], .router = rc->router, .cost = SC_BIMODAL,
                       .jobs = f->jobs, .warmup = f->warmup, .exact_seed = true,
                       .seed = f->seed * 1000003u + (uint64_t)li * 1009u + (uint64_t)rep};
+        if (stalls && rep < rc->nruns) {
+            c.extra = rc->run_stalls[rep];
+            c.nextra = rc->run_nstalls[rep];
+        }
         sim_result res;
         if (sim_run_cell(&res, &c, m) < 0)
             return -1;
@@ -240,14 +320,14 @@ static const char *verdict(double ratio, int *fails)
 
 /* One row; returns -1 when the simulation ran out of memory. */
 static int validate_cell(const real_file *f, const real_cell *c, int li, const sim_model *base,
-                         bool slowdown_given, int *fails)
+                         bool slowdown_given, bool stalls, int *fails)
 {
     sim_model m = *base;
     double mean, p99, disp, lo = c->run_p99[0], hi = c->run_p99[0];
 
     if (!slowdown_given)
-        m.slowdown = slowdown_at(f, c->load);
-    if (simulate_cell(&mean, &p99, &disp, f, li, c->router, &m) < 0)
+        m.slowdown = slowdown_at(f, c->load, stalls);
+    if (simulate_cell(&mean, &p99, &disp, f, li, c, &m, stalls) < 0)
         return -1;
     for (int i = 1; i < c->nruns; i++) {
         lo = c->run_p99[i] < lo ? c->run_p99[i] : lo;
@@ -262,16 +342,29 @@ static int validate_cell(const real_file *f, const real_cell *c, int li, const s
     return 0;
 }
 
-int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool strict)
+static void free_stalls(real_file *f)
+{
+    for (int i = 0; i < V_MAX_CELLS; i++)
+        for (int r = 0; r < V_MAX_RUNS; r++) {
+            free(f->cells[i].run_stalls[r]);
+            f->cells[i].run_stalls[r] = NULL;
+        }
+}
+
+int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool strict,
+                 bool stalls)
 {
     char *text = slurp(path);
     static real_file f;
     int fails[2] = {0, 0}, rc = 0;
 
     if (!text || parse_file(&f, text, path) < 0) {
+        free_stalls(&f);
         free(text);
         return 2; /* bad input, as a bad command line */
     }
+    if (stalls && !strstr(text, "\"stalls\":"))
+        stalls = false; /* a file from before the stalls were written */
     printf("# rp-bench-sim --validate %s: %d cells, k=2, %llu jobs (+%llu warm-up) x %d runs, "
            "seed %llu, replayed run by run\n", path, f.ncells, (unsigned long long)f.jobs,
            (unsigned long long)f.warmup, f.reps, (unsigned long long)f.seed);
@@ -280,10 +373,18 @@ int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool
            (long long)m->wake_ns, (long long)m->wake_tail_ns, (long long)m->spin_ns,
            (long long)m->steal_ns, m->central_overhead ? "yes" : "no",
            (long long)(m->central_overhead ? m->central_dispatch_ns : 0));
+    if (stalls)
+        printf("# interruptions: replayed, each job's measured excess over 20 us added to its cost "
+               "(median %.0f jobs per run)\n", median_stalls(&f));
+    else
+        printf("# interruptions: not replayed (%s)\n",
+               strstr(text, "\"stalls\":") ? "--stalls off" : "the file has none");
     for (int li = 0; li < f.nloads; li++)
         printf("# load %.2f: slowdown %.3f (%s)\n", f.loads[li],
-               slowdown_given ? m->slowdown : slowdown_at(&f, f.loads[li]),
-               slowdown_given ? "--slowdown" : "measured service time / 10.9 us");
+               slowdown_given ? m->slowdown : slowdown_at(&f, f.loads[li], stalls),
+               slowdown_given ? "--slowdown"
+               : stalls ? "measured service time without the replayed interruptions / 10.9 us"
+                        : "measured service time / 10.9 us");
     printf("\n| load | router | sim mean us | real mean us | sim/real | mean +-20%% | sim p99 us "
            "| real p99 us | real p99 over runs | sim/real | p99 +-20%% | zero-overhead p99 "
            "| dispatch mean us, sim / real |\n"
@@ -293,11 +394,12 @@ int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool
         while (li < f.nloads && fabs(f.loads[li] - f.cells[i].load) > 1e-9)
             li++;
         fprintf(stderr, "\rvalidating %d/%d", i + 1, f.ncells);
-        rc = validate_cell(&f, &f.cells[i], li, m, slowdown_given, fails);
+        rc = validate_cell(&f, &f.cells[i], li, m, slowdown_given, stalls, fails);
     }
     fprintf(stderr, "\r%-30s\r", "");
     printf("\n# %d of %d means and %d of %d p99s within 20%% of the measurement\n",
            f.ncells - fails[0], f.ncells, f.ncells - fails[1], f.ncells);
+    free_stalls(&f);
     free(text);
     if (rc < 0)
         return 1;

@@ -180,6 +180,22 @@ static table simulated;
 /* Runs done again because other processes took the machine. */
 static int redone[MAX_LOADS][V_COUNT];
 
+/*
+ * The interruptions of every run (with --json): each job, warm-up
+ * included, that took more than STALL_NS beyond its CPU cost, and by how
+ * much.  rp-bench-sim --validate replays them as part of the job's cost:
+ * the VM's stalls are an input of the queueing, like the arrivals.
+ */
+#define STALL_NS 20000
+#define STALL_MAX_EVENTS 50000
+typedef struct stall_list {
+    uint32_t *job;
+    float *extra_us;
+    size_t n;
+    bool truncated;
+} stall_list;
+static stall_list stalls[MAX_LOADS][V_COUNT][MAX_REPS];
+
 /* ---- the job ---- */
 
 static void feed_from_routee(int64_t now);
@@ -749,7 +765,7 @@ static void run_stats(double *st, const config *cfg, const workload *w,
         b->scratch[i - warm] = soj;
         sum += (double)soj;
         svc += (double)(j->done - j->start);
-        stall += extra > 20000 ? (double)extra : 0;
+        stall += extra > STALL_NS ? (double)extra : 0;
         stall_max = extra > stall_max ? extra : stall_max;
         last_done = j->done > last_done ? j->done : last_done;
     }
@@ -1151,9 +1167,14 @@ static void json_cell(FILE *f, int li, enum variant v, const config *cfg)
     fprintf(f, ",\n     \"runs\": [");
     for (int r = 0; r < cfg->reps; r++) {
         fprintf(f, "%s{", r ? ", " : "");
+        const stall_list *l = &stalls[li][v][r];
         for (int s = 0; s < NSTAT; s++)
             fprintf(f, "%s\"%s\": %.4g", s ? ", " : "", stat_keys[s], results[li][v][r][s]);
-        fputc('}', f);
+        /* Last in the object: [job index, extra us] pairs. */
+        fprintf(f, ", \"stalls_truncated\": %s, \"stalls\": [", l->truncated ? "true" : "false");
+        for (size_t i = 0; i < l->n; i++)
+            fprintf(f, "%s[%u, %.1f]", i ? ", " : "", l->job[i], (double)l->extra_us[i]);
+        fputs("]}", f);
     }
     fprintf(f, "]}");
 }
@@ -1504,6 +1525,30 @@ static void run_guarded(double *st, const config *cfg, enum variant v, const wor
     }
 }
 
+/* The run's interruptions into *l (replacing what it held). */
+static void record_stalls(stall_list *l, const workload *w, const buffers *b)
+{
+    l->n = 0;
+    l->truncated = false;
+    for (size_t i = 0; i < w->n; i++) {
+        const job *j = &b->jobs[i];
+        int64_t extra = j->done - j->start - (int64_t)((w->is_long[i] ? LONG_US : SHORT_US) * 1e3);
+        if (extra <= STALL_NS)
+            continue;
+        if (l->n == STALL_MAX_EVENTS) {
+            l->truncated = true;
+            break;
+        }
+        if (!l->job && (!(l->job = malloc(STALL_MAX_EVENTS * sizeof *l->job)) ||
+                        !(l->extra_us = malloc(STALL_MAX_EVENTS * sizeof *l->extra_us)))) {
+            fprintf(stderr, "rp-bench-sojourn: out of memory\n");
+            exit(1);
+        }
+        l->job[l->n] = (uint32_t)i;
+        l->extra_us[l->n++] = (float)((double)extra / 1e3);
+    }
+}
+
 static void run_load(int li, const config *cfg, workload *w, const buffers *b)
 {
     for (int r = 0; r < cfg->reps; r++) {
@@ -1517,6 +1562,8 @@ static void run_load(int li, const config *cfg, workload *w, const buffers *b)
             if (!cfg->enabled[v])
                 continue;
             run_guarded(results[li][v][r], cfg, v, w, b, seed, &redone[li][v]);
+            if (cfg->json)
+                record_stalls(&stalls[li][v][r], w, b);
             fprintf(stderr, "\rload %.2f run %d/%d %-26s p99 %8.1f us", cfg->loads[li], r + 1,
                     cfg->reps, variants[v].label, results[li][v][r][S_P99]);
         }
@@ -1553,5 +1600,9 @@ int main(int argc, char **argv)
         free(b.ring[k]);
     free(b.order);
     free(w.offset), free(w.is_long);
+    for (int li = 0; li < MAX_LOADS; li++)
+        for (int v = 0; v < V_COUNT; v++)
+            for (int r = 0; r < MAX_REPS; r++)
+                free(stalls[li][v][r].job), free(stalls[li][v][r].extra_us);
     return 0;
 }

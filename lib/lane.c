@@ -462,19 +462,6 @@ static void give_back(rp__lane *lane, rp__lane_rec **recs, unsigned k)
         mag_push(&lane->full, m); /* another thief put one back meanwhile */
 }
 
-unsigned rp__lane_steal(rp__lane *lane, rp__job *out, unsigned max)
-{
-    rp__lane_rec *garbage[RP__LANE_MAG];
-    unsigned got;
-
-    if (max > RP__LANE_MAG)
-        max = RP__LANE_MAG;
-    if (max == 0 || (got = dequeue_run(lane, out, max, false, garbage)) == 0)
-        return 0;
-    give_back(lane, garbage, got);
-    return got;
-}
-
 /* The owner: a freed record into the magazine it fills. */
 static void owner_free(rp__lane *lane, rp__lane_rec *garbage)
 {
@@ -488,23 +475,40 @@ static void owner_free(rp__lane *lane, rp__lane_rec *garbage)
         rp__lane_flush(lane);
 }
 
-bool rp__lane_pop_owner(rp__lane *lane, rp__job *out)
-{
-    return rp__lane_pop_owner_run(lane, out, 1) == 1;
-}
-
-unsigned rp__lane_pop_owner_run(rp__lane *lane, rp__job *out, unsigned max)
+/* Up to max jobs with one head CAS: the owner takes a batch run and keeps
+ * the records it frees; a thief takes the oldest jobs whatever they are
+ * and gives their records back. */
+static unsigned take(rp__lane *lane, rp__job *out, unsigned max, bool owner)
 {
     rp__lane_rec *garbage[RP__LANE_MAG];
     unsigned got;
 
     if (max > RP__LANE_MAG)
         max = RP__LANE_MAG;
-    if (max == 0 || (got = dequeue_run(lane, out, max, true, garbage)) == 0)
+    if (max == 0 || (got = dequeue_run(lane, out, max, owner, garbage)) == 0)
         return 0;
+    if (!owner) {
+        give_back(lane, garbage, got);
+        return got;
+    }
     for (unsigned i = 0; i < got; i++)
         owner_free(lane, garbage[i]);
     return got;
+}
+
+unsigned rp__lane_steal(rp__lane *lane, rp__job *out, unsigned max)
+{
+    return take(lane, out, max, false);
+}
+
+bool rp__lane_pop_owner(rp__lane *lane, rp__job *out)
+{
+    return take(lane, out, 1, true) == 1;
+}
+
+unsigned rp__lane_pop_owner_run(rp__lane *lane, rp__job *out, unsigned max)
+{
+    return take(lane, out, max, true);
 }
 
 void rp__lane_flush(rp__lane *lane)

@@ -64,7 +64,7 @@ typedef struct rp__lane {
     alignas(64) _Atomic(rp__lane_mag *) taking;
     /* The magazine thieves return records in (exchanged the same way). */
     alignas(64) _Atomic(rp__lane_mag *) returned;
-    /* Magazines made: one per 2 * RP__LANE_MAG records, and two more. */
+    /* Magazines made: one per RP__LANE_MAG records, and two more. */
     _Atomic size_t mags;
     /* The magazine the owner is filling (owner-only). */
     alignas(64) rp__lane_mag *filling;

@@ -14,6 +14,21 @@
 #include <string.h>
 
 #include "alloc.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+
+_Bool rp__have_prefetchw;
+
+/* CPUID 0x80000001, ECX bit 8: PREFETCHW (AMD's 3DNow! prefetch, Intel
+ * since Broadwell).  Runs when the library is loaded. */
+__attribute__((constructor)) static void detect_prefetchw(void)
+{
+    unsigned a, b, c, d;
+
+    rp__have_prefetchw = __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & (1u << 8));
+}
+#endif
 #include "internal.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -157,7 +172,7 @@ static void prefetch_next(const rp__freelist *fl)
     if (nx) {
         const char *rec = rec_of(fl, nx);
         for (size_t off = 0; off < fl->size; off += RP_CACHELINE)
-            __builtin_prefetch(rec + off, 1);
+            rp__prefetch_w(rec + off);
     }
 }
 

@@ -200,15 +200,15 @@ static size_t get_recs(rp__lane *lane, rp__lane_rec **out, size_t n)
         }
         out[got] = m->recs[--m->n];
         rp__tsan_acquire(out[got]); /* pairs with the owner's release */
-        __builtin_prefetch(out[got], 1);
-        __builtin_prefetch((char *)out[got] + RP_CACHELINE, 1);
+        rp__prefetch_w(out[got]);
+        rp__prefetch_w((char *)out[got] + RP_CACHELINE);
         got++;
     }
     if (m) {
         /* The next get's record: its lines are on their way. */
         if (m->n) {
-            __builtin_prefetch(m->recs[m->n - 1], 1);
-            __builtin_prefetch((char *)m->recs[m->n - 1] + RP_CACHELINE, 1);
+            rp__prefetch_w(m->recs[m->n - 1]);
+            rp__prefetch_w((char *)m->recs[m->n - 1] + RP_CACHELINE);
         }
         mag_return(lane, m);
     }

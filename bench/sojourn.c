@@ -191,7 +191,7 @@ static int redone[MAX_LOADS][V_COUNT];
 typedef struct stall_list {
     uint32_t *job;
     float *extra_us;
-    size_t n;
+    size_t n, cap;
     bool truncated;
 } stall_list;
 static stall_list stalls[MAX_LOADS][V_COUNT][MAX_REPS];
@@ -1539,10 +1539,19 @@ static void record_stalls(stall_list *l, const workload *w, const buffers *b)
             l->truncated = true;
             break;
         }
-        if (!l->job && (!(l->job = malloc(STALL_MAX_EVENTS * sizeof *l->job)) ||
-                        !(l->extra_us = malloc(STALL_MAX_EVENTS * sizeof *l->extra_us)))) {
-            fprintf(stderr, "rp-bench-sojourn: out of memory\n");
-            exit(1);
+        if (l->n == l->cap) {
+            size_t cap = l->cap ? 2 * l->cap : 256;
+            uint32_t *idx = realloc(l->job, cap * sizeof *idx);
+            float *ex = idx ? realloc(l->extra_us, cap * sizeof *ex) : NULL;
+
+            if (idx)
+                l->job = idx;
+            if (!ex) {
+                fprintf(stderr, "rp-bench-sojourn: out of memory\n");
+                exit(1);
+            }
+            l->extra_us = ex;
+            l->cap = cap;
         }
         l->job[l->n] = (uint32_t)i;
         l->extra_us[l->n++] = (float)((double)extra / 1e3);

@@ -389,6 +389,8 @@ static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, bool bat
             ck_fifo_mpmc_entry_t *n = ck_pr_load_ptr(&rec->fifo.next.pointer);
             rp__lane_rec *nrec;
 
+            /* Not a batch job: stop before touching the next record (for
+             * a tell that would be a cache miss for nothing). */
             if (!n || (batch_only && !(out[k - 1].flags & RP__JOB_BATCH)))
                 break;
             nrec = rec_of(n);

@@ -112,18 +112,21 @@ static void handback(rp__mailbox *mb, void *arg, int reason, bool was_queued,
         atomic_fetch_add_explicit(&mb->retired, 1, memory_order_release);
 }
 
-/* The oldest queued job of either lane into *out, without touching
- * depth; false when both are empty.  owner: called by the mailbox's owner
- * thread (keeps freed records aside, rp__lane_pop_owner). */
-static bool pop_oldest(rp__mailbox *mb, rp__job *out, bool owner)
+/* Whether the pinned lane holds the older of the two lanes' first jobs
+ * (a hint: see rp__lane_peek_seq). */
+static bool pinned_first(rp__mailbox *mb)
 {
-    bool pinned_first = rp__lane_peek_seq(&mb->pinned) <=
-                        rp__lane_peek_seq(&mb->stealable);
-    rp__lane *first = pinned_first ? &mb->pinned : &mb->stealable;
-    rp__lane *second = pinned_first ? &mb->stealable : &mb->pinned;
+    return rp__lane_peek_seq(&mb->pinned) <= rp__lane_peek_seq(&mb->stealable);
+}
 
-    if (owner)
-        return rp__lane_pop_owner(first, out) || rp__lane_pop_owner(second, out);
+/* The oldest queued job of either lane into *out, without touching
+ * depth; false when both are empty.  Any thread (an evicting producer). */
+static bool pop_oldest(rp__mailbox *mb, rp__job *out)
+{
+    bool pinned = pinned_first(mb);
+    rp__lane *first = pinned ? &mb->pinned : &mb->stealable;
+    rp__lane *second = pinned ? &mb->stealable : &mb->pinned;
+
     return rp__lane_pop_mc(first, out) || rp__lane_pop_mc(second, out);
 }
 
@@ -220,7 +223,7 @@ static int evict_and_enqueue(rp__mailbox *mb, rp__job *job)
         rp__job victim;
         int closed;
 
-        if (!pop_oldest(mb, &victim, false)) {
+        if (!pop_oldest(mb, &victim)) {
             if (try_reserve(mb))
                 break;
             sched_yield();
@@ -352,20 +355,15 @@ size_t rp__mailbox_push_batch_mp(rp__mailbox *mb, rp_job_fn fn, void *const *arg
 
 bool rp__mailbox_pop_owner(rp__mailbox *mb, rp__job *out)
 {
-    if (!pop_oldest(mb, out, true))
-        return false;
-    rp__mailbox_release_owner(mb, 1);
-    return true;
+    return rp__mailbox_pop_owner_run(mb, out, 1) == 1;
 }
 
 unsigned rp__mailbox_pop_owner_run(rp__mailbox *mb, rp__job *out, unsigned max)
 {
-    bool pinned_first = rp__lane_peek_seq(&mb->pinned) <=
-                        rp__lane_peek_seq(&mb->stealable);
     unsigned got;
 
     /* Runs are batch jobs, and batches are stealable. */
-    if (pinned_first && rp__lane_pop_owner(&mb->pinned, out))
+    if (pinned_first(mb) && rp__lane_pop_owner(&mb->pinned, out))
         got = 1;
     else if (!(got = rp__lane_pop_owner_run(&mb->stealable, out, max)) &&
              rp__lane_pop_owner(&mb->pinned, out))

@@ -220,6 +220,12 @@ static int parse_file(real_file *f, const char *text, const char *path)
     const char *p = strstr(text, "\"cells\":");
 
     memset(f, 0, sizeof *f);
+    /* write_json() ends the cells array and the object so: a file without
+     * it was cut short, and its last cell would be read in part. */
+    if (p && !strstr(p, "\n  ]\n}")) {
+        fprintf(stderr, "rp-bench-sim: %s is cut short (no end of \"cells\")\n", path);
+        return -1;
+    }
     if (!strstr(text, "\"benchmark\": \"sojourn\"") || !p ||
         !num_after(text, p, "jobs", &jobs) || !num_after(text, p, "warmup", &warm) ||
         !num_after(text, p, "reps", &reps) || !num_after(text, p, "seed", &seed) ||

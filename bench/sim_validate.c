@@ -270,8 +270,11 @@ static double slowdown_at(const real_file *f, double load, bool stalls)
 
         if (fabs(c->load - load) > 1e-9 || svc <= 0)
             continue;
-        if (stalls)
-            svc -= bench_median((double *)c->run_stall_us, (size_t)c->nruns);
+        if (stalls) {
+            double share[V_MAX_RUNS]; /* bench_median sorts: a copy */
+            memcpy(share, c->run_stall_us, sizeof share[0] * (size_t)c->nruns);
+            svc -= bench_median(share, (size_t)c->nruns);
+        }
         v[n++] = svc * 1e3 / SIM_MEAN_NS;
     }
     return n ? bench_median(v, n) : 1.0;

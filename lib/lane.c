@@ -78,6 +78,19 @@ static rp__lane_rec *rec_of(ck_fifo_mpmc_entry_t *e)
     return (rp__lane_rec *)((char *)e - offsetof(rp__lane_rec, fifo));
 }
 
+/* Both lines of a record: one we will read, one we will write. */
+static void prefetch_rec(const rp__lane_rec *rec)
+{
+    __builtin_prefetch(rec);
+    __builtin_prefetch((const char *)rec + RP_CACHELINE);
+}
+
+static void prefetch_rec_w(const rp__lane_rec *rec)
+{
+    rp__prefetch_w(rec);
+    rp__prefetch_w((const char *)rec + RP_CACHELINE);
+}
+
 static rp__lane_mag *mag_pop(ck_stack_t *stack)
 {
     ck_stack_entry_t *e;
@@ -200,16 +213,13 @@ static size_t get_recs(rp__lane *lane, rp__lane_rec **out, size_t n)
         }
         out[got] = m->recs[--m->n];
         rp__tsan_acquire(out[got]); /* pairs with the owner's release */
-        rp__prefetch_w(out[got]);
-        rp__prefetch_w((char *)out[got] + RP_CACHELINE);
+        prefetch_rec_w(out[got]);
         got++;
     }
     if (m) {
         /* The next get's record: its lines are on their way. */
-        if (m->n) {
-            rp__prefetch_w(m->recs[m->n - 1]);
-            rp__prefetch_w((char *)m->recs[m->n - 1] + RP_CACHELINE);
-        }
+        if (m->n)
+            prefetch_rec_w(m->recs[m->n - 1]);
         mag_return(lane, m);
     }
     if (got < n) {
@@ -415,14 +425,10 @@ static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, bool bat
      * (rec is the stub now; type-stable, so the read is safe), and in a
      * chain the one RP__LANE_AHEAD places on ("Prefetching", at the top). */
     next.pointer = ck_pr_load_ptr(&rec->fifo.next.pointer);
-    if (next.pointer) {
-        __builtin_prefetch(rec_of(next.pointer));
-        __builtin_prefetch((char *)rec_of(next.pointer) + RP_CACHELINE);
-    }
-    if (ahead) {
-        __builtin_prefetch(ahead);
-        __builtin_prefetch((char *)ahead + RP_CACHELINE);
-    }
+    if (next.pointer)
+        prefetch_rec(rec_of(next.pointer));
+    if (ahead)
+        prefetch_rec(ahead);
     rp__tsan_ignore_end();
     /* Pairs with the release in push: the producers' writes of the jobs
      * copied (the run's records: garbage[1..k) and the new stub) happen
@@ -445,22 +451,30 @@ bool rp__lane_pop_mc(rp__lane *lane, rp__job *out)
     return true;
 }
 
+/* A freed record into the magazine *m (taking an empty one when *m is
+ * NULL); a magazine that fills goes to the producers.  False when no
+ * magazine was left (the record is not placed). */
+static bool mag_add(rp__lane *lane, rp__lane_mag **m, rp__lane_rec *rec)
+{
+    if (!*m && !(*m = mag_pop(&lane->empty)))
+        return false;
+    rp__tsan_release(rec); /* pairs with the getter's acquire */
+    (*m)->recs[(*m)->n++] = rec;
+    if ((*m)->n == RP__LANE_MAG) {
+        mag_push(&lane->full, *m);
+        *m = NULL;
+    }
+    return true;
+}
+
 /* A thief: hand the records of one steal to producers (see the top). */
 static void give_back(rp__lane *lane, rp__lane_rec **recs, unsigned k)
 {
     rp__lane_mag *m = atomic_exchange_explicit(&lane->returned, NULL, memory_order_acq_rel);
     unsigned i = 0;
 
-    for (; i < k; i++) {
-        if (!m && !(m = mag_pop(&lane->empty)))
-            break;
-        rp__tsan_release(recs[i]); /* pairs with the getter's acquire */
-        m->recs[m->n++] = recs[i];
-        if (m->n == RP__LANE_MAG) {
-            mag_push(&lane->full, m);
-            m = NULL;
-        }
-    }
+    while (i < k && mag_add(lane, &m, recs[i]))
+        i++;
     for (; i < k; i++) /* no magazine left */
         rp__freelist_put(&lane->recs, recs[i]);
     if (m && (m = atomic_exchange_explicit(&lane->returned, m, memory_order_acq_rel)) != NULL)
@@ -470,14 +484,8 @@ static void give_back(rp__lane *lane, rp__lane_rec **recs, unsigned k)
 /* The owner: a freed record into the magazine it fills. */
 static void owner_free(rp__lane *lane, rp__lane_rec *garbage)
 {
-    if (!lane->filling && !(lane->filling = mag_pop(&lane->empty))) {
+    if (!mag_add(lane, &lane->filling, garbage))
         rp__freelist_put(&lane->recs, garbage); /* no magazine */
-        return;
-    }
-    rp__tsan_release(garbage); /* pairs with the getter's acquire */
-    lane->filling->recs[lane->filling->n++] = garbage;
-    if (lane->filling->n == RP__LANE_MAG)
-        rp__lane_flush(lane);
 }
 
 /* Up to max jobs with one head CAS: the owner takes a batch run and keeps

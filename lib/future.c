@@ -11,15 +11,32 @@
  * References: whoever made the future holds one; every job, timer entry
  * and callback registration that needs the future alive holds its own.
  *
+ * Recycling.  A pool's asks take their futures from the pool's future
+ * heap, a type-stable freelist (alloc.h), and the last release puts them
+ * back with their mutex and condition variable still initialized: an ask
+ * in a steady state allocates nothing (rp-bench-memory), and the heap
+ * holds the high-water mark of futures in flight, as the mailboxes hold
+ * theirs of queued jobs.  A future may outlive its pool, so the heap's
+ * slabs come from the C allocator (not the pool's arena, destroyed with
+ * the pool) and the heap is reference-counted: the pool holds one
+ * reference and every future taken from it one more; the last release
+ * frees the slabs.  Futures without a heap (an ask that names no pool)
+ * are malloc'd and freed.  Under AddressSanitizer a future in the heap's
+ * freelist is poisoned (all but its link), so ASan still reports a use
+ * after the last release.
+ *
  * Lock order: f->mu is a leaf.
  */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "future.h"
 #include "scatter.h"
 #include "timer.h"
@@ -32,6 +49,9 @@ typedef struct callback {
 } callback;
 
 struct rp_future {
+    ck_stack_entry_t link; /* the heap's freelist link: first (see POISON) */
+    rp__future_heap *heap; /* where it goes back, or NULL: free() */
+    bool ready;            /* mu and cv initialized (a heap record keeps them) */
     _Atomic int refs;
     _Atomic int state;
     pthread_mutex_t mu;
@@ -48,21 +68,86 @@ struct rp_future {
     size_t timer_pos;
 };
 
-int rp__future_new(rp_future **out)
-{
-    rp_future *f = calloc(1, sizeof *f);
-    pthread_condattr_t ca;
+struct rp__future_heap {
+    rp__freelist recs;
+    rp__arena libc;       /* the C allocator: the slabs outlive the pool */
+    _Atomic long refs;    /* the pool's, and one per future taken */
+};
 
-    if (!f)
+/* A free future: nothing but its freelist link may be touched. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define POISON(f) ASAN_POISON_MEMORY_REGION(&(f)->heap, sizeof *(f) - offsetof(rp_future, heap))
+#define UNPOISON(f) ASAN_UNPOISON_MEMORY_REGION(&(f)->heap, sizeof *(f) - offsetof(rp_future, heap))
+#else
+#define POISON(f) ((void)(f))
+#define UNPOISON(f) ((void)(f))
+#endif
+
+/* Futures per slab: 31 of 256 bytes (a future rounded up to whole cache
+ * lines, so two threads' futures never share one) and the 64-byte slab
+ * header fill 8 KiB. */
+#define FUTURES_PER_SLAB 31
+
+int rp__future_heap_create(rp__future_heap **out)
+{
+    rp__future_heap *h;
+
+    *out = NULL;
+    if (!(h = calloc(1, sizeof *h)))
         return RP_ENOMEM;
+    h->libc = (rp__arena){.private_arena = false};
+    rp__freelist_init(&h->recs, &h->libc, sizeof(rp_future), RP_CACHELINE,
+                      offsetof(rp_future, link), FUTURES_PER_SLAB);
+    atomic_init(&h->refs, 1);
+    *out = h;
+    return 0;
+}
+
+void rp__future_heap_release(rp__future_heap *h)
+{
+    if (!h || atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    /* Every future is back: no thread can touch a record any more.  The
+     * records' mutexes and condition variables have no waiters; glibc's
+     * need no destroy call before their memory goes. */
+    rp__freelist_destroy(&h->recs);
+    free(h);
+}
+
+int rp__future_new(rp__future_heap *heap, rp_future **out)
+{
+    rp_future *f;
+
+    if (heap) {
+        if (!(f = rp__freelist_get(&heap->recs)))
+            return RP_ENOMEM;
+        UNPOISON(f);
+        atomic_fetch_add_explicit(&heap->refs, 1, memory_order_relaxed);
+    } else if (!(f = calloc(1, sizeof *f))) {
+        return RP_ENOMEM;
+    }
+    if (!f->ready) { /* new memory, zeroed */
+        pthread_condattr_t ca;
+
+        pthread_mutex_init(&f->mu, NULL);
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&f->cv, &ca);
+        pthread_condattr_destroy(&ca);
+        f->ready = true;
+    }
+    /* A recycled record comes back as its last release left it. */
+    f->heap = heap;
     atomic_init(&f->refs, 1);
     atomic_init(&f->state, RP_FUTURE_PENDING);
-    pthread_mutex_init(&f->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&f->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    f->value = NULL;
     f->routee = -1;
+    f->err = (rp_error){0};
+    f->message = NULL;
+    f->members = NULL;
+    f->callbacks = NULL;
+    f->timer = NULL;
     f->timer_pos = RP__TIMER_NONE;
     *out = f;
     return 0;
@@ -128,6 +213,14 @@ void rp_future_release(rp_future *f)
     /* Pending callbacks hold references, so none can be left here. */
     free(f->message);
     free_members(f->members, f->err.nmembers);
+    if (f->heap) {
+        rp__future_heap *h = f->heap;
+
+        POISON(f);
+        rp__freelist_put(&h->recs, f);
+        rp__future_heap_release(h);
+        return;
+    }
     pthread_mutex_destroy(&f->mu);
     pthread_cond_destroy(&f->cv);
     free(f);

@@ -28,8 +28,17 @@ static inline bool rp__reply_none(const rp__reply *r)
     return !r || (!r->future && !r->scatter);
 }
 
-/* A new pending future with one reference. */
-int rp__future_new(rp_future **out);
+/* Where a pool's futures are recycled (future.c, "Recycling"). */
+typedef struct rp__future_heap rp__future_heap;
+/* *out: a heap with the caller's reference.  0 or RP_ENOMEM. */
+int rp__future_heap_create(rp__future_heap **out);
+/* Drop the caller's reference (the pool's, at destroy); the futures still
+ * out keep the heap alive.  Accepts NULL. */
+void rp__future_heap_release(rp__future_heap *h);
+
+/* A new pending future with one reference, from heap (NULL: malloc).
+ * 0 or RP_ENOMEM. */
+int rp__future_new(rp__future_heap *heap, rp_future **out);
 /* Complete; false when it was already complete (nothing changes). */
 bool rp__future_fulfil(rp_future *f, void *value, int routee);
 bool rp__future_fail(rp_future *f, int code, int routee, const char *fmt, ...)

@@ -882,7 +882,8 @@ int rp_pool_create(rp_pool **out, const rp_pool_options *opts)
     pthread_mutex_init(&pool->sg_lock, NULL);
     pthread_mutex_init(&pool->trace_lock, NULL);
     rp__arena_create(&pool->arena);
-    if ((rc = init_routees(pool, opts)) < 0 ||
+    if ((rc = rp__future_heap_create(&pool->futures)) < 0 ||
+        (rc = init_routees(pool, opts)) < 0 ||
         (rc = rp__router_create_for_pool(&pool->router, pool, &opts->strategy, true)) < 0 ||
         (rc = start_threads(pool)) < 0) {
         if (rc == RP_ENOMEM)
@@ -1016,6 +1017,7 @@ void rp_pool_destroy(rp_pool *pool)
     pthread_mutex_destroy(&pool->sg_lock);
     pthread_mutex_destroy(&pool->trace_lock);
     rp__arena_destroy(&pool->arena);
+    rp__future_heap_release(pool->futures); /* futures still out keep it */
     pthread_mutex_destroy(&pool->life);
     free(pool);
 }

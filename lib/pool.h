@@ -35,6 +35,7 @@ struct rp_pool {
     /* Stealing: routees woken to steal that are still looking, and one
      * bit per sleeping routee.  See "Stealing" in pool.c. */
     rp__timer timer; /* ask deadlines, scatter timers */
+    rp__future_heap *futures; /* asks' futures (NULL: not recycled) */
     /* Scatter-gather routers over this pool, failed "stopped" at shutdown. */
     pthread_mutex_t sg_lock;
     struct rp__sg **sgs;

@@ -177,7 +177,7 @@ int rp__ask_begin(rp_pool *pool, int64_t deadline_ns, rp__reply *reply, rp_futur
     rp_future *f;
     int rc;
 
-    if ((rc = rp__future_new(&f)) < 0)
+    if ((rc = rp__future_new(pool ? pool->futures : NULL, &f)) < 0)
         return rp__fail(rc, "ask: out of memory");
     /* References: the caller's (out), the job's (reply), the timer's
      * (taken by rp__future_arm, dropped when f completes). */

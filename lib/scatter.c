@@ -494,7 +494,7 @@ int rp__sg_ask(rp__sg *sg, rp_routee *const *routees, size_t n, uint64_t message
     int rc;
     bool chop = sg->interval_ms > 0;
 
-    if ((rc = rp__future_new(&f)) < 0)
+    if ((rc = rp__future_new(sg->pool->futures, &f)) < 0)
         return rp__fail(rc, "%s: out of memory", sg->name);
     if ((rc = scatter_new(&s, sg, routees, n, chop && n ? message_index % n : 0, fn, arg)) < 0) {
         rp_future_release(f);

@@ -1415,6 +1415,61 @@ Test(ask, reply_outside_an_ask_or_twice_is_einval, .timeout = 20)
     rp_pool_destroy(p);
 }
 
+/* A released future is recycled for the next ask of its pool
+ * (lib/future.c, "Recycling"): the next ask's future starts pending, with
+ * no value, routee, error or deadline of the one before; and a future
+ * outlives its pool (the pool's futures are freed with the last one). */
+Test(future, a_recycled_future_starts_clean, .timeout = 20)
+{
+    rp_pool *p = make_sg_pool(1);
+    rp_routee *r0 = rp_pool_routee(p, 0);
+    sarg fail;
+    sarg_init(&fail, ACT_FAIL, 0, 0, 0);
+    rp_future *f = NULL;
+    cr_assert_eq(rp_routee_ask(r0, sjob, &fail, 5000, &f), 0);
+    cr_assert_eq(rp_future_wait(f, 2000), 0);
+    failed_with(f, 100);
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0); /* the job's reference is gone */
+    const uintptr_t first = (uintptr_t)f;
+    rp_future_release(f); /* the last reference */
+
+    gate g;
+    gate_init(&g);
+    sarg a;
+    sarg_init(&a, ACT_REPLY, 0, 0, 0);
+    a.g = &g;
+    f = NULL;
+    cr_assert_eq(rp_routee_ask(r0, sjob, &a, 5000, &f), 0);
+    cr_assert_eq((uintptr_t)f, first, "the released future was not reused");
+    cr_assert_eq(rp_future_status(f), RP_FUTURE_PENDING);
+    cr_assert_null(rp_future_value(f));
+    cr_assert_eq(rp_future_routee(f), -1);
+    cr_assert_null(rp_future_error(f));
+    cr_assert_eq(rp_future_wait(f, 0), RP_ETIMEDOUT);
+    gate_open(&g);
+    cr_assert_eq(rp_future_wait(f, 2000), 0);
+    cr_assert_eq(rp_future_status(f), RP_FUTURE_FULFILLED);
+    cr_assert_eq(rp_future_value(f), &a.value[0]);
+    cr_assert_eq(rp_future_routee(f), 0);
+    cr_assert_null(rp_future_error(f));
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    rp_future_release(f);
+
+    /* Its deadline entry went with the first completion: a third ask on
+     * the recycled future times out by its own deadline only. */
+    sarg slow;
+    sarg_init(&slow, ACT_REPLY, 300, 0, 0);
+    f = NULL;
+    cr_assert_eq(rp_routee_ask(r0, sjob, &slow, 50, &f), 0);
+    cr_assert_eq(rp_future_wait(f, 2000), 0);
+    failed_with(f, RP_ETIMEDOUT);
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    rp_pool_destroy(p);
+    failed_with(f, RP_ETIMEDOUT);
+    rp_future_release(f); /* after its pool: frees the pool's futures */
+    gate_destroy(&g);
+}
+
 /* ================= futures ================= */
 
 Test(future, wait_times_out_then_returns_zero_after_completion, .timeout = 20)

@@ -67,6 +67,12 @@
 #include "internal.h"
 #include "lane.h"
 
+/* rp__event_signal_after_rmw() (wait.h) counts on the tail CAS of a push
+ * being a locked instruction, which ck makes it unless built for one CPU. */
+#if defined(CK_MD_UMP)
+#error "routepool needs ConcurrencyKit built for SMP (ck_pr without lock prefixes)"
+#endif
+
 /* Records per slab: 63 records of 128 bytes (112 rounded up to whole cache
  * lines) plus the 64-byte slab header fill jemalloc's 8 KiB size class
  * exactly; 64 would spill into the 10 KiB class (rp-bench-memory). */

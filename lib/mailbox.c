@@ -195,7 +195,8 @@ static int enqueue(rp__mailbox *mb, rp__job *job)
         unreserve(mb, 1);
         return RP_ENOMEM;
     }
-    rp__event_signal(&mb->ev);
+    /* The push ended with the lane's tail CAS. */
+    rp__event_signal_after_rmw(&mb->ev);
     return 0;
 }
 
@@ -349,7 +350,8 @@ size_t rp__mailbox_push_batch_mp(rp__mailbox *mb, rp_job_fn fn, void *const *arg
     }
     if (granted < k)
         *rc = RP_EFULL;
-    rp__event_signal(&mb->ev);
+    /* The last chain's push ended with the lane's tail CAS. */
+    rp__event_signal_after_rmw(&mb->ev);
     return i;
 }
 

@@ -41,14 +41,11 @@ void rp__event_wait(rp__event *ev, uint32_t v, const struct timespec *deadline)
     (void)rc; /* EAGAIN (word changed), EINTR, ETIMEDOUT: caller re-checks */
 }
 
-void rp__event_signal(rp__event *ev)
+/* After the fence: wake the sleeper if one announced itself. */
+static void wake_sleeper(rp__event *ev)
 {
-    uint32_t old;
+    uint32_t old = atomic_load_explicit(&ev->word, memory_order_relaxed);
 
-    /* Order the publication of work before the check for a sleeper
-     * (pairs with the fence in rp__event_prepare). */
-    atomic_thread_fence(memory_order_seq_cst);
-    old = atomic_load_explicit(&ev->word, memory_order_relaxed);
     while (old & 1) {
         /* old|1 + 1: clears the flag and bumps the count in one step, so a
          * sleeper that has not reached FUTEX_WAIT yet sees a new value. */
@@ -59,6 +56,26 @@ void rp__event_signal(rp__event *ev)
             return;
         }
     }
+}
+
+void rp__event_signal(rp__event *ev)
+{
+    /* Order the publication of work before the check for a sleeper
+     * (pairs with the fence in rp__event_prepare). */
+    atomic_thread_fence(memory_order_seq_cst);
+    wake_sleeper(ev);
+}
+
+void rp__event_signal_after_rmw(rp__event *ev)
+{
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(__SANITIZE_THREAD__)
+    /* The caller's locked instruction was the fence (wait.h); only keep
+     * the compiler from moving the load above it. */
+    atomic_signal_fence(memory_order_seq_cst);
+#else
+    atomic_thread_fence(memory_order_seq_cst);
+#endif
+    wake_sleeper(ev);
 }
 
 void rp__event_broadcast(rp__event *ev)

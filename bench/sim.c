@@ -70,7 +70,7 @@ typedef struct config {
     sim_model model;
     const char *validate;
     bool strict; /* --strict: a --validate cell that fails is exit status 1 */
-    bool stalls; /* --stalls on|off: replay the file's interruptions */
+    sim_replay replay; /* --stalls, --late on|off: what --validate replays */
     bool quick;
     bool slowdown_given;
 } config;
@@ -140,6 +140,11 @@ static void usage(FILE *f)
         "                    (the file's \"stalls\": excess over 20 us) to its cost,\n"
         "                    and take it off the slowdown (default on; files from\n"
         "                    before 2026-11-30 have none)\n"
+        "  --late on|off     with --validate: submit each job as late as the\n"
+        "                    benchmark's generator did (the file's \"late\": over\n"
+        "                    5 us; the rest at their mean), the sojourn still\n"
+        "                    counted from the arrival instant (default on; files\n"
+        "                    from before the fifth session have none)\n"
         "  --strict          with --validate: exit 1 if any cell FAILs (bench/run\n"
         "                    does not set it: noisy measurements must not fail CI)\n"
         "  --help            this text\n"
@@ -293,11 +298,11 @@ static void parse_one(config *cfg, int argc, char **argv, int *i)
         cfg->validate = value(argc, argv, i);
     else if (!strcmp(a, "--strict"))
         cfg->strict = true;
-    else if (!strcmp(a, "--stalls")) {
+    else if (!strcmp(a, "--stalls") || !strcmp(a, "--late")) {
         const char *v = value(argc, argv, i);
         if (strcmp(v, "on") && strcmp(v, "off"))
             bad(a, v, "on or off");
-        cfg->stalls = !strcmp(v, "on");
+        *(!strcmp(a, "--late") ? &cfg->replay.late : &cfg->replay.stalls) = !strcmp(v, "on");
     }
     else if (!strcmp(a, "--cost")) {
         const char *v = value(argc, argv, i);
@@ -318,7 +323,8 @@ static void parse_args(config *cfg, int argc, char **argv)
     *cfg = (config){.ks = {2, 8, 32, 128, 1024}, .nks = 5,
                     .loads = {0.5, 0.8, 0.9, 0.95}, .nloads = 4, .cost = SC_BIMODAL,
                     .jobs = 1000000, .per_routee = 8000, .max_jobs = 8000000,
-                    .scan_budget = 500000000, .seed = 1, .stalls = true};
+                    .scan_budget = 500000000, .seed = 1,
+                    .replay = {.stalls = true, .late = true}};
     sim_model_defaults(&cfg->model);
     for (int r = 0; r < SR_COUNT; r++)
         cfg->enabled[r] = true;
@@ -455,6 +461,6 @@ int main(int argc, char **argv)
 
     parse_args(&cfg, argc, argv);
     if (cfg.validate)
-        return sim_validate(cfg.validate, &cfg.model, cfg.slowdown_given, cfg.strict, cfg.stalls);
+        return sim_validate(cfg.validate, &cfg.model, cfg.slowdown_given, cfg.strict, cfg.replay);
     return run_table(&cfg);
 }

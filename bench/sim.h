@@ -74,6 +74,13 @@ typedef struct sim_cell {
                              * the very arrivals and costs of its run) */
     const sim_extra *extra; /* added to those jobs' costs, by job; NULL: none */
     size_t nextra;
+    /* Measured generator lateness (rp-bench-sojourn's "late"): those jobs
+     * are submitted ns after their arrival instant, every other one
+     * late_base_ns after; the sojourn still counts from the arrival
+     * instant.  Submissions stay in arrival order. */
+    const sim_extra *late;  /* by job; NULL: none */
+    size_t nlate;
+    int64_t late_base_ns;
 } sim_cell;
 
 /** What a cell measured (sojourn in us, nearest-rank percentiles). */
@@ -99,10 +106,15 @@ void sim_model_bench_profile(sim_model *m);
 /** Run one cell.  0, or -1 when out of memory (message printed). */
 int sim_run_cell(sim_result *out, const sim_cell *c, const sim_model *m);
 
+/** What --validate replays of the file's measurements, when it has them. */
+typedef struct sim_replay {
+    bool stalls; /* the interruptions, as extra job cost */
+    bool late;   /* the generator's lateness, as later submissions */
+} sim_replay;
+
 /** --validate FILE: 0 every cell passes, 1 a cell fails (or out of
- *  memory), 2 the file cannot be read as rp-bench-sojourn JSON.  stalls:
- *  replay the file's measured interruptions (when it has them). */
+ *  memory), 2 the file cannot be read as rp-bench-sojourn JSON. */
 int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool strict,
-                 bool stalls);
+                 sim_replay replay);
 
 #endif /* RP_BENCH_SIM_H */

@@ -128,7 +128,8 @@ static double h_pct(const hist *h, double p)
 /* ---- simulated routees ---- */
 
 typedef struct sjob {
-    int64_t arr;  /* arrival instant */
+    int64_t due;  /* arrival instant: the sojourn counts from here */
+    int64_t arr;  /* submission: due, or later when the cell replays lateness */
     int64_t cost; /* CPU it needs, slowdown applied */
     uint64_t id;  /* arrival number: the first c->warmup are not measured */
 } sjob;
@@ -170,6 +171,9 @@ typedef struct gen {
     uint64_t n;
     const sim_extra *extra; /* sim_cell's, consumed in job order */
     size_t nextra, xi;
+    const sim_extra *late;  /* likewise */
+    size_t nlate, li;
+    int64_t late_base, last_arr;
 } gen;
 
 typedef struct sim {
@@ -338,6 +342,11 @@ static void gen_init(gen *g, const sim_cell *c, const sim_model *m)
     g->extra = c->extra;
     g->nextra = c->extra ? c->nextra : 0;
     g->xi = 0;
+    g->late = c->late;
+    g->nlate = c->late ? c->nlate : 0;
+    g->li = 0;
+    g->late_base = c->late_base_ns;
+    g->last_arr = 0;
 }
 
 static sjob gen_next(gen *g)
@@ -345,13 +354,22 @@ static sjob gen_next(gen *g)
     sjob j;
 
     g->t += -log(unit(&g->rng)) / g->rate_per_ns;
-    j.arr = (int64_t)g->t;
+    j.due = (int64_t)g->t;
     j.cost = draw_cost(g->cost, g->slowdown, &g->rng);
     j.id = g->n++;
     while (g->xi < g->nextra && g->extra[g->xi].job < j.id)
         g->xi++;
     if (g->xi < g->nextra && g->extra[g->xi].job == j.id)
         j.cost += g->extra[g->xi++].ns;
+    while (g->li < g->nlate && g->late[g->li].job < j.id)
+        g->li++;
+    j.arr = j.due + (g->li < g->nlate && g->late[g->li].job == j.id ? g->late[g->li++].ns
+                                                                     : g->late_base);
+    /* A job submitted late holds back the ones after it (one submitter
+     * at a time, in order). */
+    if (j.arr < g->last_arr)
+        j.arr = g->last_arr;
+    g->last_arr = j.arr;
     return j;
 }
 
@@ -537,7 +555,7 @@ static void start_job(sim *s, unsigned me, sjob j, bool stolen, int64_t t)
 
     /* Measured jobs are those that arrived after the warm-up arrivals. */
     if (j.id >= s->c->warmup)
-        record(s, j.id, end - j.arr, start - ready);
+        record(s, j.id, end - j.due, start - ready);
     x->prev_done = end;
     x->state = ST_RUN;
     x->busy = true;
@@ -848,7 +866,7 @@ static int run_central(sim_result *out, const sim_cell *c, const sim_model *m)
             start += m->central_dispatch_ns + (f < j.arr ? wake_latency(&s) : 0);
         free_push(freeat, &n, start + j.cost);
         if (j.id >= c->warmup)
-            record(&s, j.id, start + j.cost - j.arr, start - (f > j.arr ? f : j.arr));
+            record(&s, j.id, start + j.cost - j.due, start - (f > j.arr ? f : j.arr));
     }
     fill_result(out, &s, 0);
     free(freeat);

@@ -47,6 +47,10 @@ typedef struct real_cell {
     sim_extra *run_stalls[V_MAX_RUNS];
     size_t run_nstalls[V_MAX_RUNS];
     double run_stall_us[V_MAX_RUNS];
+    /* The run's late submissions ("late"), and the others' mean lateness. */
+    sim_extra *run_late[V_MAX_RUNS];
+    size_t run_nlate[V_MAX_RUNS];
+    double run_late_base_us[V_MAX_RUNS];
     int nruns;
 } real_cell;
 
@@ -110,23 +114,25 @@ static int router_of(const char *key)
 }
 
 /*
- * A run's "stalls": [[job, extra us], ...] (between p and end) into
- * c's run r, sorted by job as written; absent (older files): none.
- * warmup: jobs before it are not measured (for run_stall_us).
+ * A run's [[job, us], ...] list under key (between p and end) into
+ * *list (*n entries), sorted by job as written; absent (older files): none.
+ * *measured_us: the sum over jobs from warmup on.
  */
-static bool parse_stalls(real_cell *c, int r, const char *p, const char *end, uint64_t warmup,
-                         uint64_t jobs)
+static bool parse_pairs(const char *key, sim_extra **list, size_t *n, double *measured_us,
+                        const char *p, const char *end, uint64_t warmup)
 {
-    const char *q = strstr(p, "\"stalls\": [");
+    char pat[48];
+    const char *q;
     size_t cap = 0;
-    double measured = 0;
 
-    c->run_stalls[r] = NULL;
-    c->run_nstalls[r] = 0;
-    c->run_stall_us[r] = 0;
+    snprintf(pat, sizeof pat, "\"%s\": [", key);
+    q = strstr(p, pat);
+    *list = NULL;
+    *n = 0;
+    *measured_us = 0;
     if (!q || q >= end)
         return true;
-    q += strlen("\"stalls\": [");
+    q += strlen(pat);
     while (q < end && *q == '[') {
         char *stop;
         double job = strtod(q + 1, &stop), us;
@@ -135,23 +141,40 @@ static bool parse_stalls(real_cell *c, int r, const char *p, const char *end, ui
             return false;
         us = strtod(stop + 1, &stop);
         if (*stop != ']' || !isfinite(job) || job < 0 || !isfinite(us) || us < 0 ||
-            (c->run_nstalls[r] && (uint64_t)job <= c->run_stalls[r][c->run_nstalls[r] - 1].job))
+            (*n && (uint64_t)job <= (*list)[*n - 1].job))
             return false;
-        if (c->run_nstalls[r] == cap) {
-            sim_extra *grown = realloc(c->run_stalls[r], (cap = cap ? 2 * cap : 256) * sizeof *grown);
+        if (*n == cap) {
+            sim_extra *grown = realloc(*list, (cap = cap ? 2 * cap : 256) * sizeof *grown);
             if (!grown)
                 return false;
-            c->run_stalls[r] = grown;
+            *list = grown;
         }
-        c->run_stalls[r][c->run_nstalls[r]++] = (sim_extra){(uint64_t)job, (int64_t)(us * 1e3)};
+        (*list)[(*n)++] = (sim_extra){(uint64_t)job, (int64_t)(us * 1e3)};
         if ((uint64_t)job >= warmup)
-            measured += us;
+            *measured_us += us;
         q = stop + 1;
         if (*q == ',')
             q += 2;
     }
-    c->run_stall_us[r] = jobs ? measured / (double)jobs : 0;
     return *q == ']';
+}
+
+/* A run's "stalls" and "late" lists into c's run r.  warmup, jobs: for
+ * run_stall_us, the stalls' share of a measured job. */
+static bool parse_lists(real_cell *c, int r, const char *p, const char *end, uint64_t warmup,
+                        uint64_t jobs)
+{
+    double stall_us, late_us;
+
+    c->run_late_base_us[r] = 0;
+    if (!parse_pairs("stalls", &c->run_stalls[r], &c->run_nstalls[r], &stall_us, p, end,
+                     warmup) ||
+        !parse_pairs("late", &c->run_late[r], &c->run_nlate[r], &late_us, p, end, warmup))
+        return false;
+    c->run_stall_us[r] = jobs ? stall_us / (double)jobs : 0;
+    if (c->run_late[r] && !num_after(p, end, "late_base_us", &c->run_late_base_us[r]))
+        return false;
+    return true;
 }
 
 /* The runs array of one cell: per-run mean and p99, and stalls. */
@@ -166,7 +189,7 @@ static bool parse_runs(real_cell *c, const char *runs, const char *end, uint64_t
         if (!next || !num_after(p, next, "mean_us", &c->run_mean[c->nruns]) ||
             !num_after(p, next, "p99_us", &c->run_p99[c->nruns]))
             break;
-        if (!parse_stalls(c, c->nruns, p, next, warmup, jobs))
+        if (!parse_lists(c, c->nruns, p, next, warmup, jobs))
             return false;
         c->nruns++;
         p = next;
@@ -280,21 +303,34 @@ static double slowdown_at(const real_file *f, double load, bool stalls)
     return n ? bench_median(v, n) : 1.0;
 }
 
-/* Events replayed per run, median over every run of the file. */
-static double median_stalls(const real_file *f)
+/* Events replayed per run (late: late submissions, else stalls), median
+ * over every run of the file. */
+static double median_events(const real_file *f, bool late)
 {
     static double v[V_MAX_CELLS * V_MAX_RUNS];
     size_t n = 0;
 
     for (int i = 0; i < f->ncells; i++)
         for (int r = 0; r < f->cells[i].nruns; r++)
-            v[n++] = (double)f->cells[i].run_nstalls[r];
+            v[n++] = (double)(late ? f->cells[i].run_nlate[r] : f->cells[i].run_nstalls[r]);
+    return n ? bench_median(v, n) : 0;
+}
+
+/* The other jobs' mean lateness, median over every run of the file. */
+static double median_late_base(const real_file *f)
+{
+    static double v[V_MAX_CELLS * V_MAX_RUNS];
+    size_t n = 0;
+
+    for (int i = 0; i < f->ncells; i++)
+        for (int r = 0; r < f->cells[i].nruns; r++)
+            v[n++] = f->cells[i].run_late_base_us[r];
     return n ? bench_median(v, n) : 0;
 }
 
 /* The benchmark's protocol: reps runs of its workloads, medians. */
 static int simulate_cell(double *mean, double *p99, double *disp, const real_file *f, int li,
-                         const real_cell *rc, const sim_model *m, bool stalls)
+                         const real_cell *rc, const sim_model *m, sim_replay replay)
 {
     double means[V_MAX_RUNS], p99s[V_MAX_RUNS], disps[V_MAX_RUNS];
 
@@ -302,9 +338,14 @@ static int simulate_cell(double *mean, double *p99, double *disp, const real_fil
         sim_cell c = {.k = 2, .load = f->loads[li], .router = rc->router, .cost = SC_BIMODAL,
                       .jobs = f->jobs, .warmup = f->warmup, .exact_seed = true,
                       .seed = f->seed * 1000003u + (uint64_t)li * 1009u + (uint64_t)rep};
-        if (stalls && rep < rc->nruns) {
+        if (replay.stalls && rep < rc->nruns) {
             c.extra = rc->run_stalls[rep];
             c.nextra = rc->run_nstalls[rep];
+        }
+        if (replay.late && rep < rc->nruns) {
+            c.late = rc->run_late[rep];
+            c.nlate = rc->run_nlate[rep];
+            c.late_base_ns = (int64_t)(rc->run_late_base_us[rep] * 1e3);
         }
         sim_result res;
         if (sim_run_cell(&res, &c, m) < 0)
@@ -329,14 +370,14 @@ static const char *verdict(double ratio, int *fails)
 
 /* One row; returns -1 when the simulation ran out of memory. */
 static int validate_cell(const real_file *f, const real_cell *c, int li, const sim_model *base,
-                         bool slowdown_given, bool stalls, int *fails)
+                         bool slowdown_given, sim_replay replay, int *fails)
 {
     sim_model m = *base;
     double mean, p99, disp, lo = c->run_p99[0], hi = c->run_p99[0];
 
     if (!slowdown_given)
-        m.slowdown = slowdown_at(f, c->load, stalls);
-    if (simulate_cell(&mean, &p99, &disp, f, li, c, &m, stalls) < 0)
+        m.slowdown = slowdown_at(f, c->load, replay.stalls);
+    if (simulate_cell(&mean, &p99, &disp, f, li, c, &m, replay) < 0)
         return -1;
     for (int i = 1; i < c->nruns; i++) {
         lo = c->run_p99[i] < lo ? c->run_p99[i] : lo;
@@ -351,29 +392,33 @@ static int validate_cell(const real_file *f, const real_cell *c, int li, const s
     return 0;
 }
 
-static void free_stalls(real_file *f)
+static void free_lists(real_file *f)
 {
     for (int i = 0; i < V_MAX_CELLS; i++)
         for (int r = 0; r < V_MAX_RUNS; r++) {
             free(f->cells[i].run_stalls[r]);
+            free(f->cells[i].run_late[r]);
             f->cells[i].run_stalls[r] = NULL;
+            f->cells[i].run_late[r] = NULL;
         }
 }
 
 int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool strict,
-                 bool stalls)
+                 sim_replay replay)
 {
     char *text = slurp(path);
     static real_file f;
     int fails[2] = {0, 0}, rc = 0;
 
     if (!text || parse_file(&f, text, path) < 0) {
-        free_stalls(&f);
+        free_lists(&f);
         free(text);
         return 2; /* bad input, as a bad command line */
     }
-    if (stalls && !strstr(text, "\"stalls\":"))
-        stalls = false; /* a file from before the stalls were written */
+    bool had_stalls = strstr(text, "\"stalls\":") != NULL, had_late = strstr(text, "\"late\":") != NULL;
+    /* Files from before these lists were written have none. */
+    replay.stalls = replay.stalls && had_stalls;
+    replay.late = replay.late && had_late;
     printf("# rp-bench-sim --validate %s: %d cells, k=2, %llu jobs (+%llu warm-up) x %d runs, "
            "seed %llu, replayed run by run\n", path, f.ncells, (unsigned long long)f.jobs,
            (unsigned long long)f.warmup, f.reps, (unsigned long long)f.seed);
@@ -382,17 +427,22 @@ int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool
            (long long)m->wake_ns, (long long)m->wake_tail_ns, (long long)m->spin_ns,
            (long long)m->steal_ns, m->central_overhead ? "yes" : "no",
            (long long)(m->central_overhead ? m->central_dispatch_ns : 0));
-    if (stalls)
+    if (replay.stalls)
         printf("# interruptions: replayed, each job's measured excess over 20 us added to its cost "
-               "(median %.0f jobs per run)\n", median_stalls(&f));
+               "(median %.0f jobs per run)\n", median_events(&f, false));
     else
-        printf("# interruptions: not replayed (%s)\n",
-               strstr(text, "\"stalls\":") ? "--stalls off" : "the file has none");
+        printf("# interruptions: not replayed (%s)\n", had_stalls ? "--stalls off" : "the file has none");
+    if (replay.late)
+        printf("# lateness: replayed, jobs submitted more than 5 us late as late as measured "
+               "(median %.0f jobs per run), the others at their mean (median %.2f us)\n",
+               median_events(&f, true), median_late_base(&f));
+    else
+        printf("# lateness: not replayed (%s)\n", had_late ? "--late off" : "the file has none");
     for (int li = 0; li < f.nloads; li++)
         printf("# load %.2f: slowdown %.3f (%s)\n", f.loads[li],
-               slowdown_given ? m->slowdown : slowdown_at(&f, f.loads[li], stalls),
+               slowdown_given ? m->slowdown : slowdown_at(&f, f.loads[li], replay.stalls),
                slowdown_given ? "--slowdown"
-               : stalls ? "measured service time without the replayed interruptions / 10.9 us"
+               : replay.stalls ? "measured service time without the replayed interruptions / 10.9 us"
                         : "measured service time / 10.9 us");
     printf("\n| load | router | sim mean us | real mean us | sim/real | mean +-20%% | sim p99 us "
            "| real p99 us | real p99 over runs | sim/real | p99 +-20%% | zero-overhead p99 "
@@ -403,12 +453,12 @@ int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool
         while (li < f.nloads && fabs(f.loads[li] - f.cells[i].load) > 1e-9)
             li++;
         fprintf(stderr, "\rvalidating %d/%d", i + 1, f.ncells);
-        rc = validate_cell(&f, &f.cells[i], li, m, slowdown_given, stalls, fails);
+        rc = validate_cell(&f, &f.cells[i], li, m, slowdown_given, replay, fails);
     }
     fprintf(stderr, "\r%-30s\r", "");
     printf("\n# %d of %d means and %d of %d p99s within 20%% of the measurement\n",
            f.ncells - fails[0], f.ncells, f.ncells - fails[1], f.ncells);
-    free_stalls(&f);
+    free_lists(&f);
     free(text);
     if (rc < 0)
         return 1;

@@ -166,6 +166,7 @@ typedef struct buffers {
     job *jobs;
     job **queue;      /* the central queue's ring (one slot per job) */
     int64_t *late;    /* generator lateness per job, ns */
+    uint8_t *by_routee; /* 1: submitted by a routee's hook (feed_pump) */
     int64_t *scratch; /* sojourn times, sorted for percentiles */
     size_t *ring[ROUTEES]; /* the simulation's per-routee queues of job indices */
     size_t *order;    /* job indices by (worker, start) */
@@ -191,10 +192,27 @@ static int redone[MAX_LOADS][V_COUNT];
 typedef struct stall_list {
     uint32_t *job;
     float *extra_us;
-    size_t n, cap;
+    size_t n, cap, max;
     bool truncated;
 } stall_list;
 static stall_list stalls[MAX_LOADS][V_COUNT][MAX_REPS];
+
+/*
+ * The generator's lateness in every run (with --json), the other input the
+ * VM adds: each job, warm-up included, that a generator thread submitted
+ * more than LATE_NS after its scheduled instant, and by how much; the mean
+ * lateness of the generators' other submissions (late_base).  The sojourn
+ * is measured from the scheduled instant, so a late submission is in it;
+ * rp-bench-sim --validate submits those jobs as late as they were, and the
+ * others late_base late.  A routee's hook submits only while every
+ * routee is busy (the SCHED_IDLE generators get no CPU then), when the job
+ * could not start anyway: that lateness is the simulated queueing's own
+ * (at load 0.8, 40% of the jobs, 20 us on average), not replayed.
+ */
+#define LATE_NS 5000
+#define LATE_MAX_EVENTS 200000
+static stall_list lates[MAX_LOADS][V_COUNT][MAX_REPS];
+static double late_base_us[MAX_LOADS][V_COUNT][MAX_REPS];
 
 /* ---- the job ---- */
 
@@ -571,6 +589,7 @@ static void feed_pump(int64_t now, bool routee)
                                                    memory_order_acquire))
             continue;
         feed.b->late[i] = now - (feed.t0 + w->offset[i]);
+        feed.b->by_routee[i] = routee;
         sched_submit(feed.s, &feed.b->jobs[i]);
         mine++;
         i = atomic_load_explicit(&feed.next, memory_order_acquire);
@@ -1170,8 +1189,14 @@ static void json_cell(FILE *f, int li, enum variant v, const config *cfg)
         const stall_list *l = &stalls[li][v][r];
         for (int s = 0; s < NSTAT; s++)
             fprintf(f, "%s\"%s\": %.4g", s ? ", " : "", stat_keys[s], results[li][v][r][s]);
-        /* Last in the object: [job index, extra us] pairs. */
+        /* Last in the object: [job index, extra us] pairs, then the
+         * same for lateness. */
         fprintf(f, ", \"stalls_truncated\": %s, \"stalls\": [", l->truncated ? "true" : "false");
+        for (size_t i = 0; i < l->n; i++)
+            fprintf(f, "%s[%u, %.1f]", i ? ", " : "", l->job[i], (double)l->extra_us[i]);
+        l = &lates[li][v][r];
+        fprintf(f, "], \"late_base_us\": %.3f, \"late_truncated\": %s, \"late\": [",
+                late_base_us[li][v][r], l->truncated ? "true" : "false");
         for (size_t i = 0; i < l->n; i++)
             fprintf(f, "%s[%u, %.1f]", i ? ", " : "", l->job[i], (double)l->extra_us[i]);
         fputs("]}", f);
@@ -1410,6 +1435,7 @@ static void alloc_buffers(buffers *b, workload *w, size_t n)
     b->jobs = aligned_alloc(64, n * sizeof *b->jobs);
     b->queue = malloc(n * sizeof *b->queue);
     b->late = malloc(n * sizeof *b->late);
+    b->by_routee = malloc(n);
     b->scratch = malloc(n * sizeof *b->scratch);
     for (size_t k = 0; k < ROUTEES; k++)
         b->ring[k] = malloc(n * sizeof *b->ring[k]);
@@ -1417,7 +1443,7 @@ static void alloc_buffers(buffers *b, workload *w, size_t n)
     w->n = n;
     w->offset = malloc(n * sizeof *w->offset);
     w->is_long = malloc(n);
-    if (!b->jobs || !b->queue || !b->late || !b->scratch || !b->ring[0] || !b->ring[1] ||
+    if (!b->jobs || !b->queue || !b->late || !b->by_routee || !b->scratch || !b->ring[0] || !b->ring[1] ||
         !b->order || !w->offset || !w->is_long) {
         fprintf(stderr, "rp-bench-sojourn: out of memory for %zu jobs\n", n);
         exit(1);
@@ -1426,6 +1452,7 @@ static void alloc_buffers(buffers *b, workload *w, size_t n)
     memset(b->jobs, 0, n * sizeof *b->jobs);
     memset(b->queue, 0, n * sizeof *b->queue);
     memset(b->late, 0, n * sizeof *b->late);
+    memset(b->by_routee, 0, n);
     memset(b->scratch, 0, n * sizeof *b->scratch);
 }
 
@@ -1525,37 +1552,63 @@ static void run_guarded(double *st, const config *cfg, enum variant v, const wor
     }
 }
 
+/* Append (job at, ns) to l; false when l is full (then it is truncated). */
+static bool list_add(stall_list *l, size_t at, int64_t ns)
+{
+    if (l->n == l->max) {
+        l->truncated = true;
+        return false;
+    }
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 256;
+        uint32_t *idx = realloc(l->job, cap * sizeof *idx);
+        float *ex = idx ? realloc(l->extra_us, cap * sizeof *ex) : NULL;
+
+        if (idx)
+            l->job = idx;
+        if (!ex) {
+            fprintf(stderr, "rp-bench-sojourn: out of memory\n");
+            exit(1);
+        }
+        l->extra_us = ex;
+        l->cap = cap;
+    }
+    l->job[l->n] = (uint32_t)at;
+    l->extra_us[l->n++] = (float)((double)ns / 1e3);
+    return true;
+}
+
 /* The run's interruptions into *l (replacing what it held). */
 static void record_stalls(stall_list *l, const workload *w, const buffers *b)
 {
-    l->n = 0;
-    l->truncated = false;
+    *l = (stall_list){.job = l->job, .extra_us = l->extra_us, .cap = l->cap,
+                      .max = STALL_MAX_EVENTS};
     for (size_t i = 0; i < w->n; i++) {
         const job *j = &b->jobs[i];
         int64_t extra = j->done - j->start - (int64_t)((w->is_long[i] ? LONG_US : SHORT_US) * 1e3);
-        if (extra <= STALL_NS)
-            continue;
-        if (l->n == STALL_MAX_EVENTS) {
-            l->truncated = true;
+        if (extra > STALL_NS && !list_add(l, i, extra))
             break;
-        }
-        if (l->n == l->cap) {
-            size_t cap = l->cap ? 2 * l->cap : 256;
-            uint32_t *idx = realloc(l->job, cap * sizeof *idx);
-            float *ex = idx ? realloc(l->extra_us, cap * sizeof *ex) : NULL;
-
-            if (idx)
-                l->job = idx;
-            if (!ex) {
-                fprintf(stderr, "rp-bench-sojourn: out of memory\n");
-                exit(1);
-            }
-            l->extra_us = ex;
-            l->cap = cap;
-        }
-        l->job[l->n] = (uint32_t)i;
-        l->extra_us[l->n++] = (float)((double)extra / 1e3);
     }
+}
+
+/* The run's late generator submissions into *l, the mean of the
+ * generators' others into *base. */
+static void record_lates(stall_list *l, double *base, const workload *w, const buffers *b)
+{
+    double sum = 0;
+    size_t n = 0;
+
+    *l = (stall_list){.job = l->job, .extra_us = l->extra_us, .cap = l->cap,
+                      .max = LATE_MAX_EVENTS};
+    for (size_t i = 0; i < w->n; i++) {
+        if (b->by_routee[i])
+            continue;
+        if (b->late[i] <= LATE_NS || !list_add(l, i, b->late[i])) {
+            sum += (double)(b->late[i] > 0 ? b->late[i] : 0);
+            n++;
+        }
+    }
+    *base = n ? sum / (double)n / 1e3 : 0;
 }
 
 static void run_load(int li, const config *cfg, workload *w, const buffers *b)
@@ -1571,8 +1624,10 @@ static void run_load(int li, const config *cfg, workload *w, const buffers *b)
             if (!cfg->enabled[v])
                 continue;
             run_guarded(results[li][v][r], cfg, v, w, b, seed, &redone[li][v]);
-            if (cfg->json)
+            if (cfg->json) {
                 record_stalls(&stalls[li][v][r], w, b);
+                record_lates(&lates[li][v][r], &late_base_us[li][v][r], w, b);
+            }
             fprintf(stderr, "\rload %.2f run %d/%d %-26s p99 %8.1f us", cfg->loads[li], r + 1,
                     cfg->reps, variants[v].label, results[li][v][r][S_P99]);
         }
@@ -1604,14 +1659,16 @@ int main(int argc, char **argv)
     printf("\n# total time %.0f s\n", (double)(bench_now_ns() - t0) / 1e9);
     if (cfg.json)
         write_json(&cfg, &mach, &cal, &pp);
-    free(b.jobs), free(b.queue), free(b.late), free(b.scratch);
+    free(b.jobs), free(b.queue), free(b.late), free(b.by_routee), free(b.scratch);
     for (size_t k = 0; k < ROUTEES; k++)
         free(b.ring[k]);
     free(b.order);
     free(w.offset), free(w.is_long);
     for (int li = 0; li < MAX_LOADS; li++)
         for (int v = 0; v < V_COUNT; v++)
-            for (int r = 0; r < MAX_REPS; r++)
+            for (int r = 0; r < MAX_REPS; r++) {
                 free(stalls[li][v][r].job), free(stalls[li][v][r].extra_us);
+                free(lates[li][v][r].job), free(lates[li][v][r].extra_us);
+            }
     return 0;
 }

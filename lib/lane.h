@@ -12,6 +12,7 @@
 
 #include "alloc.h"
 #include "future.h"
+#include "producer.h"
 
 #define RP__JOB_PINNED 1u
 #define RP__JOB_SAMPLED 2u /* feeds the queue-wait histogram */
@@ -59,8 +60,11 @@ typedef struct rp__lane {
     alignas(64) ck_stack_t full __attribute__((aligned(16)));
     ck_stack_t empty __attribute__((aligned(16)));
     ck_stack_t all;
-    /* The magazine producers are taking records from (exchanged out and
-     * back in by each get). */
+    /* The magazine each producer index (producer.h) takes records from:
+     * only the index's holder touches its entry. */
+    alignas(64) rp__lane_mag *own[RP__PRODUCERS];
+    /* The magazine producers without an index take records from
+     * (exchanged out and back in by each get). */
     alignas(64) _Atomic(rp__lane_mag *) taking;
     /* The magazine thieves return records in (exchanged the same way). */
     alignas(64) _Atomic(rp__lane_mag *) returned;

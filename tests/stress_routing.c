@@ -7,7 +7,7 @@
  * jobs defaults to $RP_STRESS_JOBS, else 1,000,000 (at least 10,000, and
  * rounded down to a multiple of 20 x submitters so the weighted and
  * round-robin checks cover whole cycles and every submitter sends the same
- * number); submitters defaults to 4 (at most 16).  The pool has 4
+ * number); submitters defaults to 4 (at most 24).  The pool has 4
  * routees.  For each scenario the program prints exact counts and checks:
  *
  *   submitted = accepted + refused          (refused: RP_EFULL, bounded only)
@@ -23,6 +23,8 @@
  *   consistent-hash  each key ran on one routee, in submission order;
  *   custom           bad choices came back RP_EINVAL, counted by the router;
  *   smallest-mailbox routed in balance: see BALANCE below;
+ *   thread-churn     round-robin from 8 waves of 24 short-lived submitters
+ *                    (more than the 16 producer indexes): exact split;
  *   bounded          drops happened (the routees are held on a gate while
  *                    the mailboxes fill) and still every job is accounted.
  *
@@ -37,7 +39,13 @@
 
 #define ROUTEES 4
 #define KEYS_PER_THREAD 64
-#define MAX_THREADS 16
+#define MAX_THREADS 24
+/* thread churn: waves of submitting threads, more alive at once than
+ * there are producer indexes (16, lib/producer.h), each exiting after its
+ * share, so later threads inherit the indexes (and the magazines the
+ * lanes keep under them) and the rest share the lanes' magazine. */
+#define CHURN_THREADS 24
+#define CHURN_WAVES 8
 #define BOUNDED_CAPACITY 64
 #define MIN_JOBS 10000
 
@@ -485,6 +493,42 @@ static void scenario_plain(const char *name, rp_strategy strategy,
     free(s);
 }
 
+/* Round-robin from CHURN_WAVES waves of CHURN_THREADS short-lived
+ * submitters: every job accounted, the split exact. */
+static void scenario_churn(uint64_t jobs)
+{
+    static const unsigned even[ROUTEES] = {1, 1, 1, 1};
+    const uint64_t unit = (uint64_t)CHURN_THREADS * ROUTEES;
+    const uint64_t per_wave = jobs / CHURN_WAVES / unit * unit;
+    scenario *s = new_scenario("thread-churn");
+    rp_pool *p = new_pool(s, 0, 0);
+    rp_router *r = new_router(p, rp_strategy_round_robin());
+    totals t, wave;
+    const int64_t t0 = now_us();
+
+    memset(&t, 0, sizeof t);
+    for (int w = 0; w < CHURN_WAVES; w++) {
+        run_submitters(r, TELL, 1, per_wave, CHURN_THREADS, NULL, &wave);
+        t.submitted += wave.submitted;
+        t.accepted += wave.accepted;
+        t.refused += wave.refused;
+        t.errors += wave.errors;
+        t.copies += wave.copies;
+    }
+    gather(p, &t);
+    print_totals("thread-churn", &t, now_us() - t0);
+    check_accounting(&t, t.copies, 0);
+    CHECK(t.submitted == per_wave * CHURN_WAVES, "submitted %" PRIu64 " of %" PRIu64,
+          t.submitted, per_wave * CHURN_WAVES);
+    CHECK(t.accepted == t.submitted, "accepted %" PRIu64 " of %" PRIu64, t.accepted,
+          t.submitted);
+    CHECK(t.undelivered == 0, "handed back %" PRIu64, t.undelivered);
+    check_split(&t, even);
+    rp_router_destroy(r);
+    rp_pool_destroy(p);
+    free(s);
+}
+
 typedef struct opener_arg {
     atomic_ullong *progress;
     uint64_t threshold;
@@ -639,6 +683,7 @@ int main(int argc, char **argv)
                    jobs / 4, threads);
     scenario_plain("custom", rp_strategy_custom(custom_pick, NULL), TELL,
                    jobs, threads);
+    scenario_churn(jobs);
     scenario_bounded("bounded-reject", RP_OVERFLOW_REJECT, jobs, threads);
     scenario_bounded("bounded-drop-new", RP_OVERFLOW_DROP_NEW, jobs, threads);
     scenario_bounded("bounded-drop-head", RP_OVERFLOW_DROP_HEAD, jobs,

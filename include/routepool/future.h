@@ -90,7 +90,9 @@ const rp_error *rp_future_error(const rp_future *f);
 /** Take another reference.  Returns f. */
 rp_future *rp_future_retain(rp_future *f);
 
-/** Drop a reference; the last one frees the future.  Accepts NULL. */
+/** Drop a reference; the last one frees the future (an ask's future goes
+ *  back to its pool, which hands it out again to a later ask: do not touch
+ *  f after your last release).  Accepts NULL.  Thread-safe. */
 void rp_future_release(rp_future *f);
 
 /**

@@ -145,6 +145,10 @@ static void usage(FILE *f)
         "                    5 us; the rest at their mean), the sojourn still\n"
         "                    counted from the arrival instant (default on; files\n"
         "                    from before the fifth session have none)\n"
+        "  --wakes on|off    with --validate: a job that waited more than 20 us for\n"
+        "                    its idle routee to wake (the file's \"wakes\") waits at\n"
+        "                    least as long when its simulated routee (or central\n"
+        "                    worker) sleeps too (default on; newer files only)\n"
         "  --strict          with --validate: exit 1 if any cell FAILs (bench/run\n"
         "                    does not set it: noisy measurements must not fail CI)\n"
         "  --help            this text\n"
@@ -298,11 +302,13 @@ static void parse_one(config *cfg, int argc, char **argv, int *i)
         cfg->validate = value(argc, argv, i);
     else if (!strcmp(a, "--strict"))
         cfg->strict = true;
-    else if (!strcmp(a, "--stalls") || !strcmp(a, "--late")) {
+    else if (!strcmp(a, "--stalls") || !strcmp(a, "--late") || !strcmp(a, "--wakes")) {
         const char *v = value(argc, argv, i);
         if (strcmp(v, "on") && strcmp(v, "off"))
             bad(a, v, "on or off");
-        *(!strcmp(a, "--late") ? &cfg->replay.late : &cfg->replay.stalls) = !strcmp(v, "on");
+        *(!strcmp(a, "--late")    ? &cfg->replay.late
+          : !strcmp(a, "--wakes") ? &cfg->replay.wakes
+                                  : &cfg->replay.stalls) = !strcmp(v, "on");
     }
     else if (!strcmp(a, "--cost")) {
         const char *v = value(argc, argv, i);
@@ -324,7 +330,7 @@ static void parse_args(config *cfg, int argc, char **argv)
                     .loads = {0.5, 0.8, 0.9, 0.95}, .nloads = 4, .cost = SC_BIMODAL,
                     .jobs = 1000000, .per_routee = 8000, .max_jobs = 8000000,
                     .scan_budget = 500000000, .seed = 1,
-                    .replay = {.stalls = true, .late = true}};
+                    .replay = {.stalls = true, .late = true, .wakes = true}};
     sim_model_defaults(&cfg->model);
     for (int r = 0; r < SR_COUNT; r++)
         cfg->enabled[r] = true;

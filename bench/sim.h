@@ -81,6 +81,11 @@ typedef struct sim_cell {
     const sim_extra *late;  /* by job; NULL: none */
     size_t nlate;
     int64_t late_base_ns;
+    /* Measured late wake-ups (rp-bench-sojourn's "wakes"): when one of
+     * these jobs finds its routee (or every central worker) asleep, the
+     * wake-up takes at least ns. */
+    const sim_extra *wakes; /* by job; NULL: none */
+    size_t nwakes;
 } sim_cell;
 
 /** What a cell measured (sojourn in us, nearest-rank percentiles). */
@@ -110,6 +115,7 @@ int sim_run_cell(sim_result *out, const sim_cell *c, const sim_model *m);
 typedef struct sim_replay {
     bool stalls; /* the interruptions, as extra job cost */
     bool late;   /* the generator's lateness, as later submissions */
+    bool wakes;  /* late wake-ups of idle routees, as those jobs' wake-ups */
 } sim_replay;
 
 /** --validate FILE: 0 every cell passes, 1 a cell fails (or out of

@@ -131,6 +131,7 @@ typedef struct sjob {
     int64_t due;  /* arrival instant: the sojourn counts from here */
     int64_t arr;  /* submission: due, or later when the cell replays lateness */
     int64_t cost; /* CPU it needs, slowdown applied */
+    int64_t wake; /* replayed: its wake-up of an idle routee takes at least this */
     uint64_t id;  /* arrival number: the first c->warmup are not measured */
 } sjob;
 
@@ -173,6 +174,8 @@ typedef struct gen {
     size_t nextra, xi;
     const sim_extra *late;  /* likewise */
     size_t nlate, li;
+    const sim_extra *wakes; /* likewise */
+    size_t nwakes, wi;
     int64_t late_base, last_arr;
 } gen;
 
@@ -347,6 +350,9 @@ static void gen_init(gen *g, const sim_cell *c, const sim_model *m)
     g->li = 0;
     g->late_base = c->late_base_ns;
     g->last_arr = 0;
+    g->wakes = c->wakes;
+    g->nwakes = c->wakes ? c->nwakes : 0;
+    g->wi = 0;
 }
 
 static sjob gen_next(gen *g)
@@ -361,6 +367,9 @@ static sjob gen_next(gen *g)
         g->xi++;
     if (g->xi < g->nextra && g->extra[g->xi].job == j.id)
         j.cost += g->extra[g->xi++].ns;
+    while (g->wi < g->nwakes && g->wakes[g->wi].job < j.id)
+        g->wi++;
+    j.wake = g->wi < g->nwakes && g->wakes[g->wi].job == j.id ? g->wakes[g->wi++].ns : 0;
     while (g->li < g->nlate && g->late[g->li].job < j.id)
         g->li++;
     j.arr = j.due + (g->li < g->nlate && g->late[g->li].job == j.id ? g->late[g->li++].ns
@@ -393,12 +402,21 @@ static bool clear_idle(sim *s, unsigned i)
     return true;
 }
 
-static void signal_routee(sim *s, unsigned i, int64_t t)
+/* Wake routee i; at_least: a replayed late wake-up (sim_cell.wakes). */
+static void signal_routee_late(sim *s, unsigned i, int64_t t, int64_t at_least)
 {
+    int64_t lat;
+
     if (s->r[i].state != ST_SLEEP)
         return; /* awake, or already woken */
     s->r[i].state = ST_WAKE;
-    heap_push(s, t + wake_latency(s), (int)i);
+    lat = wake_latency(s);
+    heap_push(s, t + (lat > at_least ? lat : at_least), (int)i);
+}
+
+static void signal_routee(sim *s, unsigned i, int64_t t)
+{
+    signal_routee_late(s, i, t, 0);
 }
 
 /* wake_thief(): claim the lowest idle bit unless a thief is searching. */
@@ -631,7 +649,7 @@ static void deliver(sim *s, unsigned c, sjob j, int64_t t)
     }
     s->queued++;
     if (x->state == ST_SLEEP)
-        signal_routee(s, c, t);
+        signal_routee_late(s, c, t, j.wake);
     if (s->steal)
         stealable_queued(s, c, t);
     if (x->state == ST_SPIN)
@@ -862,8 +880,10 @@ static int run_central(sim_result *out, const sim_cell *c, const sim_model *m)
     for (uint64_t i = 0; i < c->warmup + c->jobs; i++) {
         sjob j = gen_next(&s.g);
         int64_t f = free_pop(freeat, &n), start = f > j.arr ? f : j.arr;
-        if (m->central_overhead)
-            start += m->central_dispatch_ns + (f < j.arr ? wake_latency(&s) : 0);
+        if (m->central_overhead) {
+            int64_t lat = f < j.arr ? wake_latency(&s) : 0;
+            start += m->central_dispatch_ns + (f < j.arr && j.wake > lat ? j.wake : lat);
+        }
         free_push(freeat, &n, start + j.cost);
         if (j.id >= c->warmup)
             record(&s, j.id, start + j.cost - j.due, start - (f > j.arr ? f : j.arr));

@@ -51,6 +51,9 @@ typedef struct real_cell {
     sim_extra *run_late[V_MAX_RUNS];
     size_t run_nlate[V_MAX_RUNS];
     double run_late_base_us[V_MAX_RUNS];
+    /* The run's late wake-ups of idle routees ("wakes"). */
+    sim_extra *run_wakes[V_MAX_RUNS];
+    size_t run_nwakes[V_MAX_RUNS];
     int nruns;
 } real_cell;
 
@@ -159,17 +162,18 @@ static bool parse_pairs(const char *key, sim_extra **list, size_t *n, double *me
     return *q == ']';
 }
 
-/* A run's "stalls" and "late" lists into c's run r.  warmup, jobs: for
- * run_stall_us, the stalls' share of a measured job. */
+/* A run's "stalls", "late" and "wakes" lists into c's run r.  warmup,
+ * jobs: for run_stall_us, the stalls' share of a measured job. */
 static bool parse_lists(real_cell *c, int r, const char *p, const char *end, uint64_t warmup,
                         uint64_t jobs)
 {
-    double stall_us, late_us;
+    double stall_us, late_us, wake_us;
 
     c->run_late_base_us[r] = 0;
     if (!parse_pairs("stalls", &c->run_stalls[r], &c->run_nstalls[r], &stall_us, p, end,
                      warmup) ||
-        !parse_pairs("late", &c->run_late[r], &c->run_nlate[r], &late_us, p, end, warmup))
+        !parse_pairs("late", &c->run_late[r], &c->run_nlate[r], &late_us, p, end, warmup) ||
+        !parse_pairs("wakes", &c->run_wakes[r], &c->run_nwakes[r], &wake_us, p, end, warmup))
         return false;
     c->run_stall_us[r] = jobs ? stall_us / (double)jobs : 0;
     if (c->run_late[r] && !num_after(p, end, "late_base_us", &c->run_late_base_us[r]))
@@ -303,16 +307,20 @@ static double slowdown_at(const real_file *f, double load, bool stalls)
     return n ? bench_median(v, n) : 1.0;
 }
 
-/* Events replayed per run (late: late submissions, else stalls), median
- * over every run of the file. */
-static double median_events(const real_file *f, bool late)
+enum list_kind { L_STALLS, L_LATE, L_WAKES };
+
+/* Events replayed per run of one list, median over every run of the file. */
+static double median_events(const real_file *f, enum list_kind k)
 {
     static double v[V_MAX_CELLS * V_MAX_RUNS];
     size_t n = 0;
 
     for (int i = 0; i < f->ncells; i++)
-        for (int r = 0; r < f->cells[i].nruns; r++)
-            v[n++] = (double)(late ? f->cells[i].run_nlate[r] : f->cells[i].run_nstalls[r]);
+        for (int r = 0; r < f->cells[i].nruns; r++) {
+            const real_cell *c = &f->cells[i];
+            v[n++] = (double)(k == L_LATE ? c->run_nlate[r] : k == L_WAKES ? c->run_nwakes[r]
+                                                                            : c->run_nstalls[r]);
+        }
     return n ? bench_median(v, n) : 0;
 }
 
@@ -346,6 +354,10 @@ static int simulate_cell(double *mean, double *p99, double *disp, const real_fil
             c.late = rc->run_late[rep];
             c.nlate = rc->run_nlate[rep];
             c.late_base_ns = (int64_t)(rc->run_late_base_us[rep] * 1e3);
+        }
+        if (replay.wakes && rep < rc->nruns) {
+            c.wakes = rc->run_wakes[rep];
+            c.nwakes = rc->run_nwakes[rep];
         }
         sim_result res;
         if (sim_run_cell(&res, &c, m) < 0)
@@ -398,8 +410,10 @@ static void free_lists(real_file *f)
         for (int r = 0; r < V_MAX_RUNS; r++) {
             free(f->cells[i].run_stalls[r]);
             free(f->cells[i].run_late[r]);
+            free(f->cells[i].run_wakes[r]);
             f->cells[i].run_stalls[r] = NULL;
             f->cells[i].run_late[r] = NULL;
+            f->cells[i].run_wakes[r] = NULL;
         }
 }
 
@@ -416,9 +430,11 @@ int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool
         return 2; /* bad input, as a bad command line */
     }
     bool had_stalls = strstr(text, "\"stalls\":") != NULL, had_late = strstr(text, "\"late\":") != NULL;
+    bool had_wakes = strstr(text, "\"wakes\":") != NULL;
     /* Files from before these lists were written have none. */
     replay.stalls = replay.stalls && had_stalls;
     replay.late = replay.late && had_late;
+    replay.wakes = replay.wakes && had_wakes;
     printf("# rp-bench-sim --validate %s: %d cells, k=2, %llu jobs (+%llu warm-up) x %d runs, "
            "seed %llu, replayed run by run\n", path, f.ncells, (unsigned long long)f.jobs,
            (unsigned long long)f.warmup, f.reps, (unsigned long long)f.seed);
@@ -429,15 +445,21 @@ int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool
            (long long)(m->central_overhead ? m->central_dispatch_ns : 0));
     if (replay.stalls)
         printf("# interruptions: replayed, each job's measured excess over 20 us added to its cost "
-               "(median %.0f jobs per run)\n", median_events(&f, false));
+               "(median %.0f jobs per run)\n", median_events(&f, L_STALLS));
     else
         printf("# interruptions: not replayed (%s)\n", had_stalls ? "--stalls off" : "the file has none");
     if (replay.late)
         printf("# lateness: replayed, jobs submitted more than 5 us late as late as measured "
                "(median %.0f jobs per run), the others at their mean (median %.2f us)\n",
-               median_events(&f, true), median_late_base(&f));
+               median_events(&f, L_LATE), median_late_base(&f));
     else
         printf("# lateness: not replayed (%s)\n", had_late ? "--late off" : "the file has none");
+    if (replay.wakes)
+        printf("# late wake-ups: replayed, a job that waited more than 20 us for its idle routee "
+               "waits at least that long when its simulated routee sleeps (median %.0f jobs per "
+               "run)\n", median_events(&f, L_WAKES));
+    else
+        printf("# late wake-ups: not replayed (%s)\n", had_wakes ? "--wakes off" : "the file has none");
     for (int li = 0; li < f.nloads; li++)
         printf("# load %.2f: slowdown %.3f (%s)\n", f.loads[li],
                slowdown_given ? m->slowdown : slowdown_at(&f, f.loads[li], replay.stalls),

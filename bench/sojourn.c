@@ -167,6 +167,7 @@ typedef struct buffers {
     job **queue;      /* the central queue's ring (one slot per job) */
     int64_t *late;    /* generator lateness per job, ns */
     uint8_t *by_routee; /* 1: submitted by a routee's hook (feed_pump) */
+    int64_t *idle_wait; /* dispatch delay of a job that found its worker idle, else 0 */
     int64_t *scratch; /* sojourn times, sorted for percentiles */
     size_t *ring[ROUTEES]; /* the simulation's per-routee queues of job indices */
     size_t *order;    /* job indices by (worker, start) */
@@ -213,6 +214,17 @@ static stall_list stalls[MAX_LOADS][V_COUNT][MAX_REPS];
 #define LATE_MAX_EVENTS 200000
 static stall_list lates[MAX_LOADS][V_COUNT][MAX_REPS];
 static double late_base_us[MAX_LOADS][V_COUNT][MAX_REPS];
+
+/*
+ * Late wake-ups (with --json): each job that found the worker that ran it
+ * idle and still waited more than WAKE_NS to start (dispatch_stats), and
+ * how long - a routee woken late because the VM or the generator held its
+ * CPU.  rp-bench-sim --validate uses it as that job's wake-up latency when
+ * the job finds its simulated routee asleep too.
+ */
+#define WAKE_NS 20000
+#define WAKE_MAX_EVENTS 50000
+static stall_list wakes[MAX_LOADS][V_COUNT][MAX_REPS];
 
 /* ---- the job ---- */
 
@@ -760,6 +772,7 @@ static void dispatch_stats(double *st, const workload *w, const buffers *b, int6
         if (j->worker < 0 || j->worker >= (int)ROUTEES)
             continue;
         ready = submit > prev_done[j->worker] ? submit : prev_done[j->worker];
+        b->idle_wait[i] = submit > prev_done[j->worker] ? j->start - submit : 0;
         prev_done[j->worker] = j->done;
         if (i >= warm)
             sum += (double)(b->scratch[m++] = j->start - ready);
@@ -1169,6 +1182,15 @@ static void print_verdict(const config *cfg)
     }
 }
 
+/* , "<key>_truncated": ..., "<key>": [[job, us], ...] */
+static void write_list(FILE *f, const char *key, const stall_list *l)
+{
+    fprintf(f, ", \"%s_truncated\": %s, \"%s\": [", key, l->truncated ? "true" : "false", key);
+    for (size_t i = 0; i < l->n; i++)
+        fprintf(f, "%s[%u, %.1f]", i ? ", " : "", l->job[i], (double)l->extra_us[i]);
+    fputs("]", f);
+}
+
 static void json_cell(FILE *f, int li, enum variant v, const config *cfg)
 {
     fprintf(f, "    {\"load\": %.3f, \"scheduler\": \"%s\", \"runs_redone\": %d, \"median\": {",
@@ -1189,17 +1211,12 @@ static void json_cell(FILE *f, int li, enum variant v, const config *cfg)
         const stall_list *l = &stalls[li][v][r];
         for (int s = 0; s < NSTAT; s++)
             fprintf(f, "%s\"%s\": %.4g", s ? ", " : "", stat_keys[s], results[li][v][r][s]);
-        /* Last in the object: [job index, extra us] pairs, then the
-         * same for lateness. */
-        fprintf(f, ", \"stalls_truncated\": %s, \"stalls\": [", l->truncated ? "true" : "false");
-        for (size_t i = 0; i < l->n; i++)
-            fprintf(f, "%s[%u, %.1f]", i ? ", " : "", l->job[i], (double)l->extra_us[i]);
-        l = &lates[li][v][r];
-        fprintf(f, "], \"late_base_us\": %.3f, \"late_truncated\": %s, \"late\": [",
-                late_base_us[li][v][r], l->truncated ? "true" : "false");
-        for (size_t i = 0; i < l->n; i++)
-            fprintf(f, "%s[%u, %.1f]", i ? ", " : "", l->job[i], (double)l->extra_us[i]);
-        fputs("]}", f);
+        /* Last in the object: the [job index, us] lists. */
+        write_list(f, "stalls", l);
+        fprintf(f, ", \"late_base_us\": %.3f", late_base_us[li][v][r]);
+        write_list(f, "late", &lates[li][v][r]);
+        write_list(f, "wakes", &wakes[li][v][r]);
+        fputs("}", f);
     }
     fprintf(f, "]}");
 }
@@ -1436,6 +1453,7 @@ static void alloc_buffers(buffers *b, workload *w, size_t n)
     b->queue = malloc(n * sizeof *b->queue);
     b->late = malloc(n * sizeof *b->late);
     b->by_routee = malloc(n);
+    b->idle_wait = malloc(n * sizeof *b->idle_wait);
     b->scratch = malloc(n * sizeof *b->scratch);
     for (size_t k = 0; k < ROUTEES; k++)
         b->ring[k] = malloc(n * sizeof *b->ring[k]);
@@ -1443,7 +1461,7 @@ static void alloc_buffers(buffers *b, workload *w, size_t n)
     w->n = n;
     w->offset = malloc(n * sizeof *w->offset);
     w->is_long = malloc(n);
-    if (!b->jobs || !b->queue || !b->late || !b->by_routee || !b->scratch || !b->ring[0] || !b->ring[1] ||
+    if (!b->jobs || !b->queue || !b->late || !b->by_routee || !b->idle_wait || !b->scratch || !b->ring[0] || !b->ring[1] ||
         !b->order || !w->offset || !w->is_long) {
         fprintf(stderr, "rp-bench-sojourn: out of memory for %zu jobs\n", n);
         exit(1);
@@ -1453,6 +1471,7 @@ static void alloc_buffers(buffers *b, workload *w, size_t n)
     memset(b->queue, 0, n * sizeof *b->queue);
     memset(b->late, 0, n * sizeof *b->late);
     memset(b->by_routee, 0, n);
+    memset(b->idle_wait, 0, n * sizeof *b->idle_wait);
     memset(b->scratch, 0, n * sizeof *b->scratch);
 }
 
@@ -1591,6 +1610,16 @@ static void record_stalls(stall_list *l, const workload *w, const buffers *b)
     }
 }
 
+/* The run's late wake-ups into *l. */
+static void record_wakes(stall_list *l, const workload *w, const buffers *b)
+{
+    *l = (stall_list){.job = l->job, .extra_us = l->extra_us, .cap = l->cap,
+                      .max = WAKE_MAX_EVENTS};
+    for (size_t i = 0; i < w->n; i++)
+        if (b->idle_wait[i] > WAKE_NS && !list_add(l, i, b->idle_wait[i]))
+            break;
+}
+
 /* The run's late generator submissions into *l, the mean of the
  * generators' others into *base. */
 static void record_lates(stall_list *l, double *base, const workload *w, const buffers *b)
@@ -1627,6 +1656,7 @@ static void run_load(int li, const config *cfg, workload *w, const buffers *b)
             if (cfg->json) {
                 record_stalls(&stalls[li][v][r], w, b);
                 record_lates(&lates[li][v][r], &late_base_us[li][v][r], w, b);
+                record_wakes(&wakes[li][v][r], w, b);
             }
             fprintf(stderr, "\rload %.2f run %d/%d %-26s p99 %8.1f us", cfg->loads[li], r + 1,
                     cfg->reps, variants[v].label, results[li][v][r][S_P99]);
@@ -1659,7 +1689,7 @@ int main(int argc, char **argv)
     printf("\n# total time %.0f s\n", (double)(bench_now_ns() - t0) / 1e9);
     if (cfg.json)
         write_json(&cfg, &mach, &cal, &pp);
-    free(b.jobs), free(b.queue), free(b.late), free(b.by_routee), free(b.scratch);
+    free(b.jobs), free(b.queue), free(b.late), free(b.by_routee), free(b.idle_wait), free(b.scratch);
     for (size_t k = 0; k < ROUTEES; k++)
         free(b.ring[k]);
     free(b.order);
@@ -1669,6 +1699,7 @@ int main(int argc, char **argv)
             for (int r = 0; r < MAX_REPS; r++) {
                 free(stalls[li][v][r].job), free(stalls[li][v][r].extra_us);
                 free(lates[li][v][r].job), free(lates[li][v][r].extra_us);
+                free(wakes[li][v][r].job), free(wakes[li][v][r].extra_us);
             }
     return 0;
 }

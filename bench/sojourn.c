@@ -1292,7 +1292,9 @@ static void usage(FILE *f)
         "  --spin-us N       sleep when the next arrival is further away (default 50)\n"
         "  --idle-spin-us N  the pools' rp_pool_options.idle_spin_us, 0..%u (default:\n"
         "                    the pool's automatic choice, 0 on 2 CPUs for 2 routees)\n"
-        "  --json FILE       also write the results as JSON\n"
+        "  --json FILE       also write the results as JSON, with each run's\n"
+        "                    interrupted jobs, late submissions and late wake-ups\n"
+        "                    (what rp-bench-sim --validate replays)\n"
         "  --help            this text\n"
         "Exit status: 0 ok, 1 runtime failure, 2 bad command line.\n", MAX_REPS,
         (unsigned)RP_IDLE_SPIN_US_MAX);

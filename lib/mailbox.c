@@ -148,7 +148,9 @@ static int64_t push_time(int64_t *now)
 }
 
 /* One enqueue in RP_METRICS_SAMPLE: the depth it found, and a timestamp
- * for the queue-wait histogram (read by whoever runs the job). */
+ * for the queue-wait histogram (read by whoever runs the job).  The
+ * histogram's count is the sum of its buckets (metrics.c): two locked
+ * adds, not three. */
 static void sample_enqueue(rp__mailbox *mb, rp__job *job, int64_t found, int64_t now_ns)
 {
     int b = 0;
@@ -157,7 +159,6 @@ static void sample_enqueue(rp__mailbox *mb, rp__job *job, int64_t found, int64_t
         b++;
     atomic_fetch_add_explicit(&mb->depth_hist[b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&mb->depth_sum, (uint64_t)(found > 0 ? found : 0), memory_order_relaxed);
-    atomic_fetch_add_explicit(&mb->depth_count, 1, memory_order_relaxed);
     job->enq_ns = now_ns;
     job->flags |= RP__JOB_SAMPLED;
 }

@@ -51,7 +51,7 @@ struct rp__mailbox {
     bool metrics;
     const _Atomic unsigned *trace_sample; /* the pool's; 0: not tracing */
     RP_ALIGNED _Atomic uint64_t depth_hist[RP_DEPTH_BUCKETS];
-    _Atomic uint64_t depth_count, depth_sum;
+    _Atomic uint64_t depth_sum; /* the count is the buckets' total */
     rp__lane pinned;
     rp__lane stealable;
     rp__event ev; /* the owner sleeps here */

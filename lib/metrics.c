@@ -79,10 +79,12 @@ static void read_accepted(const rp_routee *r, rp_routee_metrics *m)
     m->depth = (uint64_t)rp__mailbox_depth(mb);
     m->busy = (uint64_t)atomic_load_explicit((_Atomic int *)&r->busy, memory_order_relaxed);
     m->busy_seconds = busy_seconds(r);
+    /* The count is the buckets' total (enqueues add to a bucket and the
+     * sum, not to a count of their own). */
+    m->depth_count = 0;
     for (int b = 0; b < RP_DEPTH_BUCKETS; b++)
-        m->depth_buckets[b] = load(&mb->depth_hist[b]);
+        m->depth_count += m->depth_buckets[b] = load(&mb->depth_hist[b]);
     m->depth_sum = load(&mb->depth_sum);
-    m->depth_count = load(&mb->depth_count);
     for (int b = 0; b < RP_WAIT_BUCKETS; b++)
         m->wait_buckets[b] = load(&r->wait_hist[b]);
     m->wait_sum_seconds = (double)load(&r->wait_sum_ns) / 1e9;

@@ -1754,6 +1754,34 @@ Test(histograms, depth_is_sampled_at_every_16th_enqueue_of_each_routee, .init = 
     rp_pool_destroy(p);
 }
 
+/* A batch's jobs are sampled as single tells are: each sampled job adds
+ * the depth it found (one depth read per call, lib/mailbox.c). */
+Test(histograms, a_batch_adds_the_depth_each_sampled_job_found, .init = setup)
+{
+    rp_pool *p = pool_new("batchdepth", 1, false, true);
+    void *args[64] = {NULL};
+    probe hold;
+    rp_metrics m;
+
+    probe_init(&hold, NULL, 0, &G);
+    /* Sequence 0: sampled, found nothing queued. */
+    cr_assert_eq(rp_routee_tell(rp_pool_routee(p, 0), probe_job, &hold), 0);
+    cr_assert(gate_wait_entered(&G, 1, 5000));
+    /* Sequences 1..64 behind the running gate job: job j found j queued
+     * ahead of it; sampled are sequences 16, 32, 48, 64 (j = 15, 31, 47, 63). */
+    cr_assert_eq(rp_pool_submit_batch(p, noop_job, args, 64), 0);
+    gate_open(&G);
+    settle(p);
+    snap(p, &m);
+    cr_assert_eq(m.routee[0].enqueued, 65);
+    cr_assert_eq(m.routee[0].depth_count, 5, "%" PRIu64 " samples", m.routee[0].depth_count);
+    cr_assert_eq(m.routee[0].depth_sum, 15 + 31 + 47 + 63, "depth sum %" PRIu64,
+                 m.routee[0].depth_sum);
+    cr_assert_eq(m.routee[0].wait_count, 5);
+    rp_metrics_release(&m);
+    rp_pool_destroy(p);
+}
+
 Test(histograms, queue_wait_of_held_jobs_is_observed_in_the_right_bucket, .init = setup)
 {
     rp_pool *p = pool_new("wait", 1, false, true);

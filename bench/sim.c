@@ -32,10 +32,11 @@
  * --validate models rp-bench-sojourn's own conditions instead (the bench
  * profile, sim_model_bench_profile()): its SCHED_IDLE generator keeps the
  * CPUs awake, so a wake-up is a preemption, ~2-5 us, and its routees submit
- * the arrivals, which costs them ~250 ns per job (450 before the third
- * session's mailbox).  Those two values were fitted on one rp-bench-sojourn
- * run (its dispatch delays at load 0.5 and its sojourn at 0.8; the
- * dispatch refitted on run C, dc192ea) and validated on others
+ * the arrivals, which costs them ~200 ns per job (450 before the third
+ * session's mailbox, 250 before the fifth's).  Those two values were
+ * fitted on one rp-bench-sojourn run (its dispatch delays at load 0.5 and
+ * its sojourn at 0.8; the dispatch refitted on run C, dc192ea, and on run
+ * W1, e974d91) and validated on others
  * (docs/simulator.md).
  *
  * Output: a markdown table per k on stdout, progress on stderr, and one
@@ -131,7 +132,7 @@ static void usage(FILE *f)
         "                    (default 0)\n"
         "  --validate FILE   compare with rp-bench-sojourn --json FILE at k=2: replay\n"
         "                    its workloads run by run with the bench profile (dispatch\n"
-        "                    250 ns, wake-up 1700 ns + exp(3300 ns), the central\n"
+        "                    200 ns, wake-up 1700 ns + exp(3300 ns), the central\n"
         "                    queue's workers pay the wake-up but no dispatch, slowdown\n"
         "                    = the file's measured service time / 10.9 us; options\n"
         "                    given override it) and print sim vs real mean\n"

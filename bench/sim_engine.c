@@ -908,8 +908,11 @@ void sim_model_bench_profile(sim_model *m)
      * third session's mailbox made a submit ~130 ns cheaper (the routees
      * submit the arrivals); refitted to 250 on run C (dc192ea: 450 left
      * load 0.9 1.3-1.55x too slow, 200-300 fit all 18 means) and checked
-     * on the next full run. */
-    *m = (sim_model){.dispatch_ns = 250, .wake_ns = 1700, .wake_tail_ns = 3300,
+     * on the next full run; refitted to 200 on sojourn run W1 (e974d91,
+     * after the fifth session's producer indexes and unfenced wake-up
+     * check made a tell 15-20 ns cheaper: 200-225 fit all 36 cells, 250
+     * left load 0.9 up to 1.2x high) and checked on W2, G and W3. */
+    *m = (sim_model){.dispatch_ns = 200, .wake_ns = 1700, .wake_tail_ns = 3300,
                      .spin_ns = 0, .steal_ns = 500, .slowdown = 1.0,
                      .central_overhead = true, .central_dispatch_ns = 0,
                      .steal_older = false};

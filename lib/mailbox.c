@@ -408,9 +408,9 @@ void rp__mailbox_drain(rp__mailbox *mb, rp__dispose_fn dispose, void *ctx)
          * or a thief popped and has not released the slot: sleep until it
          * does (both signal). */
         v = rp__event_prepare(&mb->ev);
-        if (!rp__mailbox_empty(mb) || rp__mailbox_depth(mb) == 0)
-            continue;
-        rp__event_wait(&mb->ev, v, NULL);
+        if (rp__mailbox_empty(mb) && rp__mailbox_depth(mb) != 0)
+            rp__event_wait(&mb->ev, v, NULL);
+        rp__event_done(&mb->ev);
     }
 }
 

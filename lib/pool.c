@@ -638,6 +638,7 @@ static void idle_sleep(rp_routee *r, bool *searching)
         owner_add(&r->sleeps, 1);
         rp__event_wait(&r->mb.ev, v, NULL);
     }
+    rp__event_done(&r->mb.ev);
     if (pool->steal && !clear_idle(pool, r))
         *searching = true;
 }

@@ -51,6 +51,17 @@ static double woke_after_ms(sleeper *s, int64_t t0)
     return (double)(atomic_load(&s->woke_ns) - t0) / 1e6;
 }
 
+/* What wake_sleeper() does up to its FUTEX_WAKE: claim the announced
+ * wake-up, as made at claimed_ns. */
+static void claim_without_waking(rp__event *ev, int64_t claimed_ns)
+{
+    uint32_t w = atomic_load(&ev->word);
+
+    cr_assert(w & RP__EV_SLEEPER);
+    cr_assert(atomic_compare_exchange_strong(&ev->word, &w, w | RP__EV_CLAIM));
+    atomic_store(&ev->claimed_ns, claimed_ns);
+}
+
 Test(wait, a_signal_wakes_the_sleeper_and_claims_the_wake_up)
 {
     rp__event ev;
@@ -74,11 +85,8 @@ Test(wait, a_stalled_claim_is_helped_by_the_next_signal)
     rp__event_init(&ev);
     start_sleeper(&s, &ev);
     /* A waker claimed the wake-up 1 ms ago and was descheduled before
-     * its FUTEX_WAKE (what wake_sleeper() does up to the system call). */
-    uint32_t w = atomic_load(&ev.word);
-    cr_assert(w & RP__EV_SLEEPER);
-    cr_assert(atomic_compare_exchange_strong(&ev.word, &w, w | RP__EV_CLAIM));
-    atomic_store(&ev.claimed_ns, rp__now_ns() - 1000000);
+     * its FUTEX_WAKE. */
+    claim_without_waking(&ev, rp__now_ns() - 1000000);
     const int64_t t0 = rp__now_ns();
     rp__event_signal(&ev); /* another producer's push */
     const double ms = woke_after_ms(&s, t0);
@@ -94,9 +102,7 @@ Test(wait, a_fresh_claim_is_left_to_its_waker)
     start_sleeper(&s, &ev);
     /* Claimed just now: its waker is about to make the system call, so
      * another signal must not make a second one. */
-    uint32_t w = atomic_load(&ev.word);
-    cr_assert(atomic_compare_exchange_strong(&ev.word, &w, w | RP__EV_CLAIM));
-    atomic_store(&ev.claimed_ns, rp__now_ns() + 60 * 1000000000LL); /* never stale here */
+    claim_without_waking(&ev, rp__now_ns() + 60 * 1000000000LL); /* never stale here */
     rp__event_signal(&ev);
     sleep_ms(100);
     cr_assert_eq(atomic_load(&s.woke_ns), 0, "a second waker woke the sleeper");

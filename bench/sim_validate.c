@@ -307,32 +307,33 @@ static double slowdown_at(const real_file *f, double load, bool stalls)
     return n ? bench_median(v, n) : 1.0;
 }
 
-enum list_kind { L_STALLS, L_LATE, L_WAKES };
+/* What a run replays: how many events of each list, and the mean
+ * lateness of the other submissions. */
+enum run_figure { F_STALLS, F_LATE, F_WAKES, F_LATE_BASE };
 
-/* Events replayed per run of one list, median over every run of the file. */
-static double median_events(const real_file *f, enum list_kind k)
+static double run_figure(const real_cell *c, int r, enum run_figure k)
 {
-    static double v[V_MAX_CELLS * V_MAX_RUNS];
-    size_t n = 0;
-
-    for (int i = 0; i < f->ncells; i++)
-        for (int r = 0; r < f->cells[i].nruns; r++) {
-            const real_cell *c = &f->cells[i];
-            v[n++] = (double)(k == L_LATE ? c->run_nlate[r] : k == L_WAKES ? c->run_nwakes[r]
-                                                                            : c->run_nstalls[r]);
-        }
-    return n ? bench_median(v, n) : 0;
+    switch (k) {
+    case F_LATE:
+        return (double)c->run_nlate[r];
+    case F_WAKES:
+        return (double)c->run_nwakes[r];
+    case F_LATE_BASE:
+        return c->run_late_base_us[r];
+    default:
+        return (double)c->run_nstalls[r];
+    }
 }
 
-/* The other jobs' mean lateness, median over every run of the file. */
-static double median_late_base(const real_file *f)
+/* One figure, median over every run of the file. */
+static double median_over_runs(const real_file *f, enum run_figure k)
 {
     static double v[V_MAX_CELLS * V_MAX_RUNS];
     size_t n = 0;
 
     for (int i = 0; i < f->ncells; i++)
         for (int r = 0; r < f->cells[i].nruns; r++)
-            v[n++] = f->cells[i].run_late_base_us[r];
+            v[n++] = run_figure(&f->cells[i], r, k);
     return n ? bench_median(v, n) : 0;
 }
 
@@ -445,19 +446,19 @@ int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool
            (long long)(m->central_overhead ? m->central_dispatch_ns : 0));
     if (replay.stalls)
         printf("# interruptions: replayed, each job's measured excess over 20 us added to its cost "
-               "(median %.0f jobs per run)\n", median_events(&f, L_STALLS));
+               "(median %.0f jobs per run)\n", median_over_runs(&f, F_STALLS));
     else
         printf("# interruptions: not replayed (%s)\n", had_stalls ? "--stalls off" : "the file has none");
     if (replay.late)
         printf("# lateness: replayed, jobs submitted more than 5 us late as late as measured "
                "(median %.0f jobs per run), the others at their mean (median %.2f us)\n",
-               median_events(&f, L_LATE), median_late_base(&f));
+               median_over_runs(&f, F_LATE), median_over_runs(&f, F_LATE_BASE));
     else
         printf("# lateness: not replayed (%s)\n", had_late ? "--late off" : "the file has none");
     if (replay.wakes)
         printf("# late wake-ups: replayed, a job that waited more than 20 us for its idle routee "
                "waits at least that long when its simulated routee sleeps (median %.0f jobs per "
-               "run)\n", median_events(&f, L_WAKES));
+               "run)\n", median_over_runs(&f, F_WAKES));
     else
         printf("# late wake-ups: not replayed (%s)\n", had_wakes ? "--wakes off" : "the file has none");
     for (int li = 0; li < f.nloads; li++)

@@ -273,7 +273,7 @@ static void set_idle(rp_pool *pool, const rp_routee *r)
 }
 
 /* Clear our own bit.  False when a waker cleared it first: then that
- * waker counted us in pool->searching. */
+ * waker woke us to search. */
 static bool clear_idle(rp_pool *pool, const rp_routee *r)
 {
     uint64_t old = atomic_fetch_and_explicit(&pool->idle_bits[r->index / 64],
@@ -281,16 +281,9 @@ static bool clear_idle(rp_pool *pool, const rp_routee *r)
     return (old & idle_bit(r)) != 0;
 }
 
-/* Wake one sleeping routee to steal, unless a thief is already looking. */
-static void wake_thief(rp_pool *pool)
+/* Claim one idle routee's bit and signal it.  False when none is idle. */
+static bool signal_one_idle(rp_pool *pool)
 {
-    int expected = 0;
-
-    if (atomic_load_explicit(&pool->searching, memory_order_seq_cst) != 0 ||
-        !atomic_compare_exchange_strong_explicit(&pool->searching, &expected, 1,
-                                                 memory_order_seq_cst,
-                                                 memory_order_relaxed))
-        return;
     for (unsigned w = 0; w < (pool->n + 63) / 64; w++) {
         uint64_t bits = atomic_load_explicit(&pool->idle_bits[w], memory_order_seq_cst);
         while (bits) {
@@ -298,14 +291,48 @@ static void wake_thief(rp_pool *pool)
             uint64_t old = atomic_fetch_and_explicit(&pool->idle_bits[w], ~bit,
                                                      memory_order_seq_cst);
             if (old & bit) {
-                /* Claimed: that routee now counts as searching. */
                 rp__event_signal(&pool->routees[w * 64 + __builtin_ctzll(bit)].mb.ev);
-                return;
+                return true;
             }
             bits = old & ~bit;
         }
     }
-    atomic_fetch_sub_explicit(&pool->searching, 1, memory_order_seq_cst);
+    return false;
+}
+
+/*
+ * Wake one sleeping routee to steal, unless a search is on.  The search
+ * word (pool->searching) is stamped with the clock when a waker takes it,
+ * and marked RP__SEARCH_WOKEN after the waker's signal; the woken thief
+ * ends the search (stop_searching).  A waker descheduled between taking
+ * the search and signalling would otherwise keep every other producer from
+ * waking a thief for as long as it is off the CPU: a search older than
+ * RP__EV_HELP_NS and not yet woken is taken over.  The clock is read only
+ * when this call may wake someone (the signal costs far more) or finds a
+ * search that is not yet woken (a short window).  Taken over, the stalled
+ * waker still wakes its thief when it runs again: one thief too many, never
+ * one too few; its final CAS fails and leaves the word to the new search.
+ */
+static void wake_thief(rp_pool *pool)
+{
+    int64_t s = atomic_load_explicit(&pool->searching, memory_order_seq_cst);
+    int64_t now, mine;
+
+    if (s & RP__SEARCH_WOKEN)
+        return;
+    now = rp__now_ns();
+    if (s && now - (s >> 1) < RP__EV_HELP_NS)
+        return;
+    mine = now << 1;
+    if (!atomic_compare_exchange_strong_explicit(&pool->searching, &s, mine,
+                                                 memory_order_seq_cst, memory_order_relaxed))
+        return;
+    if (signal_one_idle(pool))
+        atomic_compare_exchange_strong_explicit(&pool->searching, &mine, mine | RP__SEARCH_WOKEN,
+                                                memory_order_seq_cst, memory_order_relaxed);
+    else
+        atomic_compare_exchange_strong_explicit(&pool->searching, &mine, 0,
+                                                memory_order_seq_cst, memory_order_relaxed);
 }
 
 static bool any_idle(rp_pool *pool)
@@ -332,10 +359,13 @@ void rp__pool_stealable_queued(rp_pool *pool, rp_routee *target)
     wake_thief(pool);
 }
 
+/* A woken thief ends the search.  Only after a takeover can two thieves
+ * hold one: then the first to stop ends the other's too, and a later
+ * producer wakes one more thief than needed, no fewer. */
 static void stop_searching(rp_pool *pool, bool *searching)
 {
     if (*searching)
-        atomic_fetch_sub_explicit(&pool->searching, 1, memory_order_seq_cst);
+        atomic_store_explicit(&pool->searching, 0, memory_order_seq_cst);
     *searching = false;
 }
 

@@ -58,9 +58,16 @@ struct rp_pool {
      * (yield_for_work in pool.c). */
     bool idle_yield;
     RP_ALIGNED _Atomic unsigned spinners;
-    RP_ALIGNED _Atomic int searching;
+    /* The thief search (wake_thief in pool.c): 0 when none, else
+     * (start_ns << 1) | RP__SEARCH_WOKEN once its waker signalled. */
+    RP_ALIGNED _Atomic int64_t searching;
     RP_ALIGNED _Atomic uint64_t idle_bits[RP_ROUTEES_MAX / 64];
 };
+
+/* pool->searching: the search's waker has signalled its thief.  A search
+ * without it that began RP__EV_HELP_NS ago or more belongs to a waker
+ * descheduled before its signal, and the next waker takes it over. */
+#define RP__SEARCH_WOKEN 1
 
 /* A producer queued a stealable job on target (after its fence): wake a
  * sleeping routee to steal it if target is busy and nobody is looking. */

@@ -342,6 +342,28 @@ static inline int make_pool(rp_pool **out, const char *name, unsigned routees,
     return rp_pool_create(out, &o);
 }
 
+/* Wait until every routee of the pool has gone to sleep once and is not
+ * busy: a routee that just started (or woke) counts itself busy while it
+ * looks for work, and smallest-mailbox passes it over.  False after
+ * timeout_ms. */
+static inline bool wait_all_asleep(rp_pool *pool, int timeout_ms)
+{
+    const size_t n = rp_pool_size(pool);
+    for (int t = 0; t < timeout_ms; t++) {
+        size_t asleep = 0;
+        for (size_t i = 0; i < n; i++) {
+            rp_routee_stats st;
+            if (rp_routee_stats_get(rp_pool_routee(pool, i), &st) == 0 && st.sleeps > 0 &&
+                !rp_routee_busy(rp_pool_routee(pool, i)))
+                asleep++;
+        }
+        if (asleep == n)
+            return true;
+        sleep_ms(1);
+    }
+    return false;
+}
+
 /* Tell one gate job to every routee of the pool and wait until all of them
  * are running it.  Returns false if they did not all start within 5 s. */
 static inline bool block_all_routees(rp_pool *pool, probe *gate_probes,

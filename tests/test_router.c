@@ -89,6 +89,8 @@ Test(smallest_mailbox, ties_rotate_on_idle_pool, .init = setup, .timeout = 20)
     rp_pool *p = NULL;
     cr_assert_eq(make_pool(&p, "sm", 5, 0, 0, rp_strategy_smallest_mailbox()),
                  0);
+    /* Idle: every routee asleep, none still in its first look for work. */
+    cr_assert(wait_all_asleep(p, 5000));
     probe pr[10];
     probe_init_n(pr, 10, &LOG, 0, NULL);
     for (int i = 0; i < 10; i++) {

@@ -20,11 +20,11 @@
  * touched.  Wake-ups: a routee about to sleep sets its bit in idle_bits and
  * then looks at every stealable lane once more; a producer that queued a
  * stealable job behind a busy routee checks idle_bits after its fence and,
- * unless a woken thief is already searching, claims one bit and wakes that
- * routee (Dekker on idle_bits / lanes: one of the two sees the other).  At
- * most one thief is woken per searching period; a thief that finds more
- * backlog after its steal wakes the next one, so wake-ups grow with the
- * work, not with the number of jobs (no thundering herd).
+ * unless a search is on (a thief woken, or being woken: wake_thief), claims
+ * one bit and wakes that routee (Dekker on idle_bits / lanes: one of the
+ * two sees the other).  At most one thief is woken per search; a thief
+ * that finds more backlog after its steal wakes the next one, so wake-ups
+ * grow with the work, not with the number of jobs (no thundering herd).
  *
  * Lock order: pool->life only (shutdown, destroy); never held while a job runs.
  */

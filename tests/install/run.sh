@@ -10,6 +10,8 @@
 #       pkg-config --static --cflags --libs routepool   (static library)
 #   (b) find_package(routepool) -> routepool::routepool  and
 #                                  routepool::routepool_static
+#   (c) dlopen() of the installed libroutepool.so.0 (consumer/dlopen.c),
+#       with jemalloc preloaded and with glibc's optional static TLS raised
 # and, when the tools were built, runs the installed rp-demo.  It also checks
 # that every binary loads libroutepool from the prefix (not from a copy
 # installed elsewhere on the machine).  Any failure exits non-zero with a
@@ -107,6 +109,13 @@ run "$work/cmake-build/consumer_shared"
 check_loads "$work/cmake-build/consumer_static" static
 run "$work/cmake-build/consumer_static"
 
+step "(c) dlopen() at run time, with each start-up setting README documents"
+run "$cc" "${cflags[@]}" -I"$prefix/include" "$consumer/dlopen.c" -o "$work/dl" -ldl
+jemalloc=$("$pkgconfig" --variable=libdir jemalloc)/libjemalloc.so.2
+[ -e "$jemalloc" ] || die "no $jemalloc to preload"
+run env LD_PRELOAD="$jemalloc" "$work/dl" "$libdir/libroutepool.so.0"
+run env GLIBC_TUNABLES=glibc.rtld.optional_static_tls=4096 "$work/dl" "$libdir/libroutepool.so.0"
+
 if [ "$tools_built" = ON ]; then
   step "installed rp-demo (finds libroutepool through its RPATH)"
   [ -x "$prefix/bin/rp-demo" ] || die "rp-demo was built but not installed to $prefix/bin"
@@ -116,4 +125,4 @@ if [ "$tools_built" = ON ]; then
   tail -n 9 "$work/demo.log"
 fi
 
-printf '\ninstall test passed: pkg-config and find_package, shared and static\n'
+printf '\ninstall test passed: pkg-config and find_package, shared and static; dlopen\n'

@@ -55,10 +55,18 @@
  *
  * Prefetching.  A consumer follows next links, so it can start a record's
  * cache miss only once the record before it arrived.  A chain
- * (rp__lane_push_n) knows its records ahead: each carries ahead, the one
- * RP__LANE_AHEAD places on, which a consumer prefetches when it takes the
- * record.  The read is racy (the record may be recycled meanwhile), but
- * records are type-stable, and a prefetch of a wrong address costs nothing.
+ * (rp__lane_push_n) knows its records ahead: each carries in fifo.value
+ * (a record is its own value) the one RP__LANE_AHEAD places on, which a
+ * consumer prefetches when it takes the record.  The read is racy (the
+ * record may be recycled meanwhile), but records are type-stable, and a
+ * prefetch of a wrong address costs nothing.
+ *
+ * Two lines, one used.  A record's first line holds the queue link and
+ * what every job needs (function, argument, sequence, flags); the second
+ * holds a reply and a sample's stamp and is written and read only for a
+ * job marked RP__JOB_COLD (an ask, a scatter member, a sampled job).  A
+ * tell therefore moves one line from producer to consumer and back, not
+ * two (prefetch_rec() fetches the first only).
  */
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -76,8 +84,8 @@
 #error "routepool needs ConcurrencyKit built for SMP (ck_pr without lock prefixes)"
 #endif
 
-/* Records per slab: 63 records of 128 bytes (112 rounded up to whole cache
- * lines) plus the 64-byte slab header fill jemalloc's 8 KiB size class
+/* Records per slab: 63 records of 128 bytes (two lines: the second starts
+ * at the reply) plus the 64-byte slab header fill jemalloc's 8 KiB size class
  * exactly; 64 would spill into the 10 KiB class (rp-bench-memory). */
 #define RECS_PER_SLAB 63
 _Static_assert(sizeof(rp__lane_rec) == 2 * RP_CACHELINE, "a record is two cache lines");
@@ -87,17 +95,16 @@ static rp__lane_rec *rec_of(ck_fifo_mpmc_entry_t *e)
     return (rp__lane_rec *)((char *)e - offsetof(rp__lane_rec, fifo));
 }
 
-/* Both lines of a record: one we will read, one we will write. */
+/* A record's first line, the one every job uses: one we will read, one
+ * we will write.  The second line is fetched when a cold job needs it. */
 static void prefetch_rec(const rp__lane_rec *rec)
 {
     __builtin_prefetch(rec);
-    __builtin_prefetch((const char *)rec + RP_CACHELINE);
 }
 
 static void prefetch_rec_w(const rp__lane_rec *rec)
 {
     rp__prefetch_w(rec);
-    rp__prefetch_w((const char *)rec + RP_CACHELINE);
 }
 
 static rp__lane_mag *mag_pop(ck_stack_t *stack)
@@ -179,7 +186,7 @@ int rp__lane_init(rp__lane *lane, const rp__arena *arena)
     if (!stub)
         return RP_ENOMEM;
     make_mags(lane);
-    atomic_store_explicit(&stub->job.seq, UINT64_MAX, memory_order_relaxed);
+    atomic_store_explicit(&stub->seq, UINT64_MAX, memory_order_relaxed);
     ck_fifo_mpmc_init(&lane->fifo, &stub->fifo);
     return 0;
 }
@@ -278,17 +285,26 @@ static size_t get_recs(rp__lane *lane, rp__lane_rec **out, size_t n)
     return got;
 }
 
+/* Whether a job needs its record's second line. */
+static bool is_cold(const rp__job *job)
+{
+    return job->reply.future || job->reply.scatter || job->enq_ns;
+}
+
 static void fill(rp__lane_rec *rec, const rp__job *job)
 {
-    rec->job.fn = job->fn;
-    rec->job.arg = job->arg;
-    rec->job.flags = job->flags;
-    rec->job.submit_tid = job->submit_tid;
-    rec->job.reply = job->reply;
-    rec->job.enq_ns = job->enq_ns;
-    rec->ahead = NULL;
-    atomic_store_explicit(&rec->job.seq,
-                          atomic_load_explicit(&job->seq, memory_order_relaxed),
+    uint32_t flags = job->flags & ~RP__JOB_COLD;
+
+    if (RP_UNLIKELY(is_cold(job))) {
+        flags |= RP__JOB_COLD;
+        rec->reply = job->reply;
+        rec->enq_ns = job->enq_ns;
+    }
+    rec->fn = job->fn;
+    rec->arg = job->arg;
+    rec->flags = flags;
+    rec->submit_tid = job->submit_tid;
+    atomic_store_explicit(&rec->seq, atomic_load_explicit(&job->seq, memory_order_relaxed),
                           memory_order_relaxed);
     /* The record's fields were written by this thread; the consumer that
      * pops it acquires them (pairs with rp__tsan_acquire in pop). */
@@ -303,7 +319,7 @@ int rp__lane_push_mp(rp__lane *lane, const rp__job *job)
         return RP_ENOMEM;
     fill(rec, job);
     rp__tsan_ignore_begin();
-    ck_fifo_mpmc_enqueue(&lane->fifo, &rec->fifo, rec);
+    ck_fifo_mpmc_enqueue(&lane->fifo, &rec->fifo, NULL); /* no chain: no hint */
     rp__tsan_ignore_end();
     return 0;
 }
@@ -372,14 +388,38 @@ size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n)
     /* Link them as ck_fifo_mpmc_enqueue() prepares one entry. */
     rp__tsan_ignore_begin();
     for (size_t i = 0; i < got; i++) {
-        recs[i]->fifo.value = recs[i];
+        recs[i]->fifo.value = i + RP__LANE_AHEAD < got ? recs[i + RP__LANE_AHEAD] : NULL;
         recs[i]->fifo.next.pointer = i + 1 < got ? &recs[i + 1]->fifo : NULL;
         recs[i]->fifo.next.generation = 0;
-        recs[i]->ahead = i + RP__LANE_AHEAD < got ? recs[i + RP__LANE_AHEAD] : NULL;
     }
     enqueue_chain(&lane->fifo, &recs[0]->fifo, &recs[got - 1]->fifo);
     rp__tsan_ignore_end();
     return got;
+}
+
+/* The job a record carries, by value (a racy read before the commit; see
+ * the top of the file): the second line only when the job is cold. */
+static void copy_out(rp__job *out, const rp__lane_rec *rec)
+{
+    out->fn = rec->fn;
+    out->arg = rec->arg;
+    out->flags = rec->flags;
+    out->submit_tid = rec->submit_tid;
+    atomic_store_explicit(&out->seq, atomic_load_explicit(&rec->seq, memory_order_relaxed),
+                          memory_order_relaxed);
+    if (RP_UNLIKELY(out->flags & RP__JOB_COLD)) {
+        out->reply = rec->reply;
+        out->enq_ns = rec->enq_ns;
+    } else {
+        out->reply = (rp__reply){0};
+        out->enq_ns = 0;
+    }
+}
+
+/* The chain's prefetch hint a record carries (fifo.value), or NULL. */
+static rp__lane_rec *ahead_of(rp__lane_rec *rec)
+{
+    return ck_pr_load_ptr(&rec->fifo.value);
 }
 
 /* Whether the job after prev may join prev's run (owner runs). */
@@ -438,8 +478,8 @@ static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, bool bat
         garbage[0] = rec_of(head.pointer);
         rec = rec_of(next.pointer);
         ck_pr_fence_load();
-        memcpy(&out[0], &rec->job, sizeof out[0]);
-        ahead = ck_pr_load_ptr(&rec->ahead);
+        copy_out(&out[0], rec);
+        ahead = ahead_of(rec);
         for (k = 1; k < max && &rec->fifo != tail.pointer; k++) {
             ck_fifo_mpmc_entry_t *n = ck_pr_load_ptr(&rec->fifo.next.pointer);
             rp__lane_rec *nrec;
@@ -450,13 +490,13 @@ static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, bool bat
                 break;
             nrec = rec_of(n);
             ck_pr_fence_load();
-            memcpy(&out[k], &nrec->job, sizeof out[k]);
+            copy_out(&out[k], nrec);
             if (batch_only && !continues_run(&out[k - 1], &out[k]))
                 break;
             /* Later records of the chain: their lines on their way. */
             if (ahead)
                 __builtin_prefetch(ahead);
-            ahead = ck_pr_load_ptr(&nrec->ahead);
+            ahead = ahead_of(nrec);
             garbage[k] = rec;
             rec = nrec;
         }
@@ -591,7 +631,7 @@ uint64_t rp__lane_peek_seq(rp__lane *lane)
     /* The record was published by rp__lane_push_mp (release); a stale,
      * recycled record is only ever read through its atomic seq. */
     rp__tsan_acquire(rec);
-    return atomic_load_explicit(&rec->job.seq, memory_order_relaxed);
+    return atomic_load_explicit(&rec->seq, memory_order_relaxed);
 }
 
 int rp__lane_empty(rp__lane *lane)

@@ -7,6 +7,7 @@
 #define RP_LANE_H
 
 #include <ck_fifo.h>
+#include <stdalign.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -17,6 +18,7 @@
 #define RP__JOB_PINNED 1u
 #define RP__JOB_SAMPLED 2u /* feeds the queue-wait histogram */
 #define RP__JOB_BATCH 4u   /* queued by rp__mailbox_push_batch_mp */
+#define RP__JOB_COLD 8u    /* in a record: its second line (reply, stamp) is set */
 
 /* A job, by value: what a producer pushes and a consumer gets back. */
 typedef struct rp__job {
@@ -30,15 +32,26 @@ typedef struct rp__job {
 } rp__job;
 
 /* A lane's record: the queue node and the job it carries, on two cache
- * lines (63 of them fill a slab of jemalloc's 8 KiB class). */
+ * lines (63 of them fill a slab of jemalloc's 8 KiB class).  What every
+ * job needs is on the first line; the second holds a reply and a sample's
+ * stamp, written and read only for a job flagged RP__JOB_COLD (an ask, a
+ * sampled job), so a tell moves one line from producer to consumer, not
+ * two.  The free-list link is there too: a free record carries no job. */
 typedef struct rp__lane_rec {
-    ck_fifo_mpmc_entry_t fifo; /* 16-aligned: ck uses cmpxchg16b on next */
+    /* 16-aligned: ck uses cmpxchg16b on next.  fifo.value is not the job
+     * (a record is its own value): it is the chain's prefetch hint, the
+     * record RP__LANE_AHEAD places later (rp__lane_push_n), or NULL; read
+     * racily (see lane.c, "Prefetching"). */
+    ck_fifo_mpmc_entry_t fifo;
+    rp_job_fn fn;
+    void *arg;
+    _Atomic uint64_t seq;
+    uint32_t flags;
+    int32_t submit_tid;
+    /* Second line: RP__JOB_COLD jobs only. */
+    alignas(64) rp__reply reply;
+    int64_t enq_ns;
     ck_stack_entry_t free;
-    rp__job job;
-    /* A record queued RP__LANE_AHEAD places later in the same chain
-     * (rp__lane_push_n), or NULL: what a consumer prefetches when it takes
-     * this one.  A hint; read racily (see lane.c, "Prefetching"). */
-    struct rp__lane_rec *ahead;
 } rp__lane_rec;
 #define RP__LANE_AHEAD 4u
 

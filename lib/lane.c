@@ -67,6 +67,17 @@
  * job marked RP__JOB_COLD (an ask, a scatter member, a sampled job).  A
  * tell therefore moves one line from producer to consumer and back, not
  * two (prefetch_rec() fetches the first only).
+ *
+ * The tail line.  A Michael-Scott dequeue reads the tail to tell an empty
+ * queue from one whose tail lags, and a producer's next push must then
+ * take that line back: one transfer per job between the CPUs even when
+ * the consumer works far behind the tail.  The owner keeps the tail it
+ * read last (seen_tail) when the head it left behind (at seen_gen) is
+ * strictly before it.  While the head's generation is still seen_gen
+ * nobody else dequeued, so that node is still queued and after the head,
+ * the real tail is at or after it, and the head is not the tail: the
+ * owner walks up to seen_tail without reading the tail line.  Thieves and
+ * evicting producers always read it.
  */
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -181,6 +192,8 @@ int rp__lane_init(rp__lane *lane, const rp__arena *arena)
     atomic_init(&lane->taking, NULL);
     atomic_init(&lane->returned, NULL);
     lane->filling = NULL;
+    lane->seen_tail = NULL;
+    lane->seen_gen = NULL;
     atomic_init(&lane->mags, 0);
     stub = rp__freelist_get(&lane->recs);
     if (!stub)
@@ -445,18 +458,26 @@ static bool continues_run(const rp__job *prev, const rp__job *next)
  * the run but the last become garbage (garbage[0..k)); the last is the new
  * stub.  Returns k, 0 when the lane is empty.
  */
-static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, bool batch_only,
+static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, bool owner,
                             rp__lane_rec **garbage)
 {
     ck_fifo_mpmc_t *fifo = &lane->fifo;
     struct ck_fifo_mpmc_pointer head, tail, next, update;
     rp__lane_rec *rec, *ahead;
+    const bool batch_only = owner;
     unsigned k;
 
     rp__tsan_ignore_begin();
     for (;;) {
         head = load_tagged(&fifo->head);
-        tail = load_tagged(&fifo->tail);
+        if (owner && lane->seen_tail && head.generation == lane->seen_gen) {
+            /* "The tail line": strictly after this head; the generation
+             * is only used when the head is the tail, never here. */
+            tail.pointer = lane->seen_tail;
+            tail.generation = NULL;
+        } else {
+            tail = load_tagged(&fifo->tail);
+        }
         next = load_tagged(&head.pointer->next);
 
         update.pointer = next.pointer;
@@ -505,6 +526,12 @@ static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, bool bat
         update.generation = head.generation + 1;
         if (ck_pr_cas_ptr_2(&fifo->head, &head, &update))
             break;
+    }
+    if (owner) {
+        /* The walk stopped at the tail it used or before: a new head
+         * short of it leaves that tail strictly ahead ("The tail line"). */
+        lane->seen_gen = update.generation;
+        lane->seen_tail = update.pointer != tail.pointer ? tail.pointer : NULL;
     }
     /* The next dequeue copies the job after the run: start its miss now
      * (rec is the stub now; type-stable, so the read is safe), and in a

@@ -85,6 +85,11 @@ typedef struct rp__lane {
     _Atomic size_t mags;
     /* The magazine the owner is filling (owner-only). */
     alignas(64) rp__lane_mag *filling;
+    /* The owner's last look at the tail (owner-only; lane.c, "The tail
+     * line"): a queued node strictly after the head the owner left at
+     * generation seen_gen, or NULL. */
+    ck_fifo_mpmc_entry_t *seen_tail;
+    char *seen_gen; /* ck's generation type */
 } rp__lane;
 
 int rp__lane_init(rp__lane *lane, const rp__arena *arena);

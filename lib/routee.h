@@ -32,7 +32,10 @@ struct rp_routee {
      * the take, for the smallest-mailbox score): what thieves read, so a
      * job the routee is about to take is not stolen from under it. */
     _Atomic int running;
-    _Atomic uint64_t run; /* owner-only writes */
+    /* Counters the owner bumps per job, on a line of their own: the line
+     * above is read by producers and routers, and a write per job there
+     * would move it between the CPUs on every tell. */
+    RP_ALIGNED _Atomic uint64_t run; /* owner-only writes */
     _Atomic uint64_t stole; /* owner-only writes */
     _Atomic uint64_t sleeps; /* owner-only writes */
     _Atomic uint64_t rerouted;

@@ -449,7 +449,7 @@ static bool continues_run(const rp__job *prev, const rp__job *next)
  * head CAS: the same loads, fences and CASes on ck's structure.
  *
  * Runs.  After the first node, the walk follows next links - while the
- * jobs continue a batch run (continues_run) when batch_only, else up to
+ * jobs continue a batch run (continues_run) for the owner, else up to
  * max - but never past the tail read before the walk: a head moved beyond
  * the tail would leave the tail on a freed record, and as the tail only
  * moves forward, stopping at the snapshot is safe.  If the head CAS
@@ -464,7 +464,6 @@ static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, bool own
     ck_fifo_mpmc_t *fifo = &lane->fifo;
     struct ck_fifo_mpmc_pointer head, tail, next, update;
     rp__lane_rec *rec, *ahead;
-    const bool batch_only = owner;
     unsigned k;
 
     rp__tsan_ignore_begin();
@@ -507,12 +506,12 @@ static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, bool own
 
             /* Not a batch job: stop before touching the next record (for
              * a tell that would be a cache miss for nothing). */
-            if (!n || (batch_only && !(out[k - 1].flags & RP__JOB_BATCH)))
+            if (!n || (owner && !(out[k - 1].flags & RP__JOB_BATCH)))
                 break;
             nrec = rec_of(n);
             ck_pr_fence_load();
             copy_out(&out[k], nrec);
-            if (batch_only && !continues_run(&out[k - 1], &out[k]))
+            if (owner && !continues_run(&out[k - 1], &out[k]))
                 break;
             /* Later records of the chain: their lines on their way. */
             if (ahead)

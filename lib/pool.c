@@ -452,7 +452,7 @@ static bool steal(rp_routee *r, bool *searching, rp__job *out)
     r->stolen_count = got;
     /* More work waits behind the victim: hand the search on. */
     stop_searching(r->pool, searching);
-    if (worth_stealing(victim))
+    if (worth_stealing(victim) && any_idle(r->pool))
         wake_thief(r->pool);
     return true;
 }

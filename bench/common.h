@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/common.h - helpers shared by the routepool benchmarks.
  *

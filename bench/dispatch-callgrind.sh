@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/dispatch-callgrind.sh - instructions per routing decision, counted by
 # callgrind (deterministic, unlike the ns of rp-bench-dispatch).
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rp-bench-dispatch - what one routing decision costs, per strategy and
  * pool size, on a healthy and on a saturated pool.

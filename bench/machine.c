@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rp-bench-machine - what the machine can do, measured before the other
  * benchmarks: the description every results file starts with, the

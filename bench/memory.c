@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rp-bench-memory - what a pool costs in memory and in idle CPU.
  *

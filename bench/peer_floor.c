@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/peer_floor.c - raw ck_fifo_mpmc and ck_ring SPSC handoffs, the
  * floor rp-bench-tiny reads every scheduler against (see peer_floor.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/peer_floor.h - the floor of rp-bench-tiny: a raw lock-free handoff
  * with nothing around it, to read the schedulers' per-job cost against.

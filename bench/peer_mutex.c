@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/peer_mutex.c - one mutex-protected FIFO shared by the workers (see
  * peer_mutex.h).

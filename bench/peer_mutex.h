@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/peer_mutex.h - the textbook baseline of rp-bench-tiny: worker
  * threads sharing one mutex-protected FIFO (a growable array ring), a

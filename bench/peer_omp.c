@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/peer_omp.c - OpenMP tasks as a peer of rp-bench-tiny (see
  * peer_omp.h for the round and the throttling caveat).

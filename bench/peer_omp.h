@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/peer_omp.h - OpenMP tasks (libgomp) as a peer of rp-bench-tiny.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/peer_tbb.cpp - oneTBB behind the C API of peer_tbb.h.
  *

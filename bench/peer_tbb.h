@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/peer_tbb.h - oneTBB as a peer of the routepool benchmarks, behind
  * a small C API (bench/peer_tbb.cpp is the only C++ in the project).

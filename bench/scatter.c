@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * scatter.c - rp-bench-scatter: what hedging costs and what it buys.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rp-bench-sim - a discrete-event simulator of routepool (issue 7): predicts
  * the sojourn time (mean, p50, p99, p99.9) of an open-loop workload under

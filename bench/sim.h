@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/sim.h - the discrete-event simulator behind rp-bench-sim (issue 7),
  * shared by bench/sim.c (engine, table, main) and bench/sim_validate.c

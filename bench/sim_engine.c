@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/sim_engine.c - the event loop of rp-bench-sim: k simulated routees,
  * Poisson arrivals, routing by the library's own rp_strategy_pick(), and

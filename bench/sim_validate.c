@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench/sim_validate.c - rp-bench-sim --validate FILE: the simulator beside
  * the real pool, as measured by rp-bench-sojourn --json FILE (2 routees).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rp-bench-sojourn - sojourn time of an open-loop bimodal workload under
  * each routepool router, with and without work stealing, as ratios to a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """bench/summarize.py CSV - the markdown summary table of a bench/run CSV.
 
 One table per benchmark; rows in the order they were measured.  The CSV

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rp-bench-tiny - cost of tiny jobs: S submitting threads (1, then 2) hand
  * N empty jobs to 2 workers; ns per job from the first submit until every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * alloc.c - a private jemalloc arena per pool, and type-stable freelists.
  *

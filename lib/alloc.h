@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * alloc.h - the pool's memory: a private jemalloc arena, and type-stable
  * freelists of fixed-size records carved from slabs.  Private.

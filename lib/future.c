@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * future.c - futures: one completion, many waiters, callbacks exactly once.
  *

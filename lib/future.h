@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * future.h - futures and reply targets, private side.  Private.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * internal.h - helpers shared by every file of the library: error detail,
  * cache-line layout, ThreadSanitizer annotations, logging.  Private.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * lane.c - a Michael-Scott queue (ck_fifo_mpmc) whose nodes are the job
  * records.

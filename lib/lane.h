@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * lane.h - one FIFO of jobs: many producers, many consumers, unbounded,
  * lock-free (a ck_fifo_mpmc whose nodes are the job records themselves).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mailbox.c - reservation, overflow and hand-back for one routee's queue.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mailbox.h - a routee's mailbox: two lanes (pinned, stealable), the depth
  * counter, the bound and its overflow policy, the job records.  Private.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pool.c - the pool: one OS thread per routee, its life cycle, and the
  * worker loop.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * probes.h - USDT static probes (provider "routepool").  Private.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * producer.c - per-thread producer indexes (see producer.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * producer.h - small per-thread producer indexes.  Private.
  *

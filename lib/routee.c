@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * routee.c - what every routee offers, local or foreign: delivery, depth,
  * busy, stop, counters.

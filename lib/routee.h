@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * routee.h - the routee record shared by the pool, the routers and the
  * strategies.  Private.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * router.c - routers: the message index, the strategy call, delivery, and
  * the hand-back of jobs no routee took.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * scatter.c - scatter-gather-first-completed and tail-chopping.
  *

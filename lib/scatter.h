@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * scatter.h - scatter-gather internals.  Private.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * strategy.c - the routing strategies: pure functions of (routees, state).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * timer.c - the pool's timer thread: ask deadlines and scatter timers.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * timer.h - one timer thread per pool: a min-heap of deadlines under a
  * mutex, a condition variable on CLOCK_MONOTONIC.  Private.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * trace.c - backlog-balance traces in Chrome Trace Event JSON.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * trace.h - per-routee trace rings and the sampler, private side.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wait.c - futex event counts: how idle routees sleep without spinning and
  * how nobody misses a wake-up.  See wait.h for the protocol.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wait.h - sleeping and waking: a futex event count.  Private.
  *

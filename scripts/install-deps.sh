@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # scripts/install-deps.sh - install the Debian/Ubuntu packages routepool needs
 # to build, test and run its demo.  Used by the README's quick start and by
 # .ci/run.  Installs only what is missing (no network when nothing is), and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # check_promtool.sh TEST_METRICS PROMTOOL - lint routepool's Prometheus
 # exposition with promtool (Debian package prometheus).
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/common.h - helpers shared by the Criterion tests.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/metrics_overhead.c - what opts.metrics costs on tiny jobs.
  *

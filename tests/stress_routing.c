@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/stress_routing.c - every strategy under concurrent submitters, with
  * every job accounted for.

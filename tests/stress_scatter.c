@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress_scatter.c - asks and scatters under load, as a plain program
  * (TSan runs it; Criterion cannot run under TSan).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress_steal.c - stealing under load, as a plain program (TSan runs it;
  * Criterion cannot run under TSan).

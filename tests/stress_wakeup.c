@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress_wakeup.c - lost wake-up hunt, as a plain program (TSan runs it).
  *

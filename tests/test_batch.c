@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_batch.c - rp_router_tell_batch() and rp_pool_submit_batch(): a batch
  * goes where the same tells would go, every job runs or comes back exactly

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/test_errors.c - error codes, their names and descriptions, and
  * every documented bad-input path: each returns the documented code, leaves

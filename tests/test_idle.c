@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/test_idle.c - an idle pool sleeps: it costs (almost) no CPU.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/test_mailbox.c - bounded mailboxes and their overflow policies.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/test_metrics.c - the pool's metrics: the snapshot, the Prometheus
  * text exposition, and how both follow the jobs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/test_pool.c - the pool itself: thread names, job context, pinned
  * tells, stopping routees, shutdown (drain and abort), wait_idle, calls

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/test_producer.c - the per-thread producer indexes (lib/producer.h):
  * each live thread that asks gets an index no other live thread holds, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_profile.c - rp-profile's parts: the strict JSON parser, reading a
  * trace, and the balance statistics, on small hand-written traces whose

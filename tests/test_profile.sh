@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/test_profile.sh - rp-profile end to end, on traces of real workloads
 # (tests/trace_workload.c):
 #   - an imbalanced workload (one heavy key pinned to one routee): the trace

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/test_router.c - routers over live pools: smallest mailbox under
  * backlog, stopped and foreign routees, broadcast, empty groups, custom

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/test_scatter.c - futures, asks and the scatter-gather /
  * tail-chopping routers: first reply wins and is attributed to its routee,

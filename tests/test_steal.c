@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_steal.c - work stealing: idle routees take stealable work queued
  * behind a busy one, and never touch pinned work.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/test_strategy.c - strategies as pure functions: rp_strategy_pick()
  * over foreign routees (whose depth the test sets) or over an idle pool's

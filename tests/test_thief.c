@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/test_thief.c - waking a thief (wake_thief in lib/pool.c): a
  * search whose waker stalled before its signal is taken over by the next

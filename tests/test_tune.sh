@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/test_tune.sh - rp-tune, run as a user runs it (issue 6).
 #
 #   test_tune.sh RP_TUNE TUNE_PLUGIN_SO PYTHON3 BUILD_KIND

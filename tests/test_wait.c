@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/test_wait.c - the futex event count (lib/wait.h): a signal wakes
  * an announced sleeper; one waker claims each wake-up and the others leave

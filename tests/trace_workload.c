@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/trace_workload.c - workloads whose traces test_profile.sh feeds to
  * rp-profile.

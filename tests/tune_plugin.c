@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/tune_plugin.c - job plugins that test_tune.sh loads into rp-tune
  * with --job (the plugin ABI of docs/tuning.md).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tools/profile_json.h - a small strict JSON parser (RFC 8259) for
  * rp-profile.

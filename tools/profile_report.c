@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tools/profile_report.c - the text and JSON reports of rp-profile.
  *

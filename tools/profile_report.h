@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tools/profile_report.h - rp-profile's outputs: the text report, JSON for
  * machines, and a self-contained HTML or SVG report (inline SVG and CSS, no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tools/profile_stats.c - the balance report of a trace: per-routee means,
  * imbalance per sample and per window, the hot routee, and the series the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tools/profile_svg.c - rp-profile's HTML and SVG reports.
  *

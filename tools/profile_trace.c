@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tools/profile_trace.c - read a routepool trace into points and per-routee
  * event counts.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tools/profile_trace.h - reading a routepool trace (Chrome Trace Event
  * JSON, lib/trace.c) and measuring how balanced the pool was.

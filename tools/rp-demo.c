@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rp-demo - push one mixed-cost workload through every routepool router.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rp-profile - read a routepool trace and report how balanced the pool was.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rp-tune - choose a pool size and a router for a workload, by measuring it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tools/tune.h - the parts of rp-tune, and what they share.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tools/tune_cell.c - one rp-tune cell: a fresh pool of one size with one
  * router, driven for a warm-up and then a measured window.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tools/tune_plot.c - --plot FILE.svg: throughput and p99 sojourn against
  * pool size, one line per router, in one self-contained SVG file (no

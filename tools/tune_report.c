@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tools/tune_report.c - what rp-tune prints and writes: the header, the
  * table, the recommendation, --csv and --json.  (--plot: tune_plot.c.)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * routepool/error.h - error codes shared by every routepool function.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * routepool/future.h - futures: the reply to an ask.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * routepool/metrics.h - a pool's metrics: snapshot struct and Prometheus
  * text exposition, both generated from one list of definitions.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * routepool/pool.h - a pool of routees: one OS thread per routee, each with a
  * lock-free mailbox.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * routepool/router.h - routers: a strategy applied to a list of routees.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * routepool/scatter.h - scatter-gather-first-completed and tail-chopping
  * routers: ask every live routee, answer with the first reply.

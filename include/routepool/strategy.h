@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * routepool/strategy.h - routing strategies as pure functions.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * routepool/trace.h - backlog-balance profiling: a trace of every
  * routee's depth and busy state over time, viewable in Perfetto

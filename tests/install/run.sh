@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/install/run.sh - prove that an installed routepool works for a user.
 #
 #   run.sh BUILD_DIR CONSUMER_DIR C_COMPILER PKG_CONFIG TOOLS_BUILT
@@ -10,7 +11,7 @@
 #       pkg-config --static --cflags --libs routepool   (static library)
 #   (b) find_package(routepool) -> routepool::routepool  and
 #                                  routepool::routepool_static
-#   (c) dlopen() of the installed libroutepool.so.0 (consumer/dlopen.c),
+#   (c) dlopen() of the installed libroutepool.so.0.1 (consumer/dlopen.c),
 #       with jemalloc preloaded and with glibc's optional static TLS raised
 # and, when the tools were built, runs the installed rp-demo.  It also checks
 # that every binary loads libroutepool from the prefix (not from a copy
@@ -113,8 +114,8 @@ step "(c) dlopen() at run time, with each start-up setting README documents"
 run "$cc" "${cflags[@]}" -I"$prefix/include" "$consumer/dlopen.c" -o "$work/dl" -ldl
 jemalloc=$("$pkgconfig" --variable=libdir jemalloc)/libjemalloc.so.2
 [ -e "$jemalloc" ] || die "no $jemalloc to preload"
-run env LD_PRELOAD="$jemalloc" "$work/dl" "$libdir/libroutepool.so.0"
-run env GLIBC_TUNABLES=glibc.rtld.optional_static_tls=4096 "$work/dl" "$libdir/libroutepool.so.0"
+run env LD_PRELOAD="$jemalloc" "$work/dl" "$libdir/libroutepool.so.0.1"
+run env GLIBC_TUNABLES=glibc.rtld.optional_static_tls=4096 "$work/dl" "$libdir/libroutepool.so.0.1"
 
 if [ "$tools_built" = ON ]; then
   step "installed rp-demo (finds libroutepool through its RPATH)"

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * dlopen.c - load the installed libroutepool.so.0 at run time, the way
+ * dlopen.c - load the installed libroutepool.so.0.1 at run time, the way
  * Python's ctypes or a plugin host does, and run jobs through it: create a
  * pool, submit 1000 jobs, wait for them, check every one ran, destroy.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * consumer - a program built against an *installed* routepool, the way a user
  * would build one (tests/install/run.sh builds it with pkg-config and with

@@ -39,7 +39,8 @@
  * through, each byte that is not valid UTF-8 (and each control character
  * other than newline in Prometheus) becomes the four characters \xNN.
  *
- * Lock order: env_lock -> pool->trace_lock.  env_finish_all() (atexit)
+ * Lock order: env_lock -> pool->trace_lock; names_lock is a leaf (held
+ * only to copy a thread name in or out, under any other or none).  env_finish_all() (atexit)
  * stops each registered pool's trace under env_lock; rp_trace_start() and
  * rp_trace_stop() take trace_lock alone; rp__trace_from_env() and
  * rp__trace_pool_destroy() take one after releasing the other, never both.
@@ -49,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -88,10 +90,60 @@ static rp_pool **env_list;
 static size_t env_n, env_cap;
 static bool env_atexit;
 
+/* Thread names, recorded by each thread the first time it asks for its id
+ * (a routee at start, a submitter at its first traced submit), so a trace
+ * can name a submitter that has exited by the time the sampler writes its
+ * events.  Fixed size: a tid seen again (the kernel reuses ids) replaces
+ * its entry; past RP__TRACE_NAMED_MAX threads, the oldest slots are
+ * reused. */
+#define RP__TRACE_NAMED_MAX 4096u
+
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    int32_t tid;
+    char name[16];
+} names[RP__TRACE_NAMED_MAX];
+static unsigned names_next;
+
+static void record_name(int32_t tid)
+{
+    char name[16] = "";
+    unsigned slot;
+
+    if (prctl(PR_GET_NAME, name, 0, 0, 0) != 0)
+        return;
+    name[15] = '\0';
+    pthread_mutex_lock(&names_lock);
+    for (slot = 0; slot < RP__TRACE_NAMED_MAX && names[slot].tid != tid; slot++) {
+    }
+    if (slot == RP__TRACE_NAMED_MAX)
+        slot = names_next++ % RP__TRACE_NAMED_MAX;
+    names[slot].tid = tid;
+    memcpy(names[slot].name, name, sizeof name);
+    pthread_mutex_unlock(&names_lock);
+}
+
+/* The name tid had when it first asked for its id; false if unknown. */
+static bool recorded_name(int32_t tid, char out[16])
+{
+    bool found = false;
+
+    pthread_mutex_lock(&names_lock);
+    for (unsigned i = 0; i < RP__TRACE_NAMED_MAX && !found; i++)
+        if (names[i].tid == tid) {
+            memcpy(out, names[i].name, 16);
+            found = true;
+        }
+    pthread_mutex_unlock(&names_lock);
+    return found;
+}
+
 int32_t rp__tid(void)
 {
-    if (!cached_tid)
+    if (!cached_tid) {
         cached_tid = (int32_t)syscall(SYS_gettid);
+        record_name(cached_tid);
+    }
     return cached_tid;
 }
 
@@ -179,10 +231,9 @@ static void sep(struct rp__tracer *t)
     t->first = false;
 }
 
-/* Threads that submitted traced jobs get a thread_name once.  Bounded:
- * past RP__TRACE_NAMED_MAX distinct threads the rest stay unnamed. */
-#define RP__TRACE_NAMED_MAX 4096u
-
+/* Threads that submitted traced jobs get a thread_name once per trace.
+ * Bounded: past RP__TRACE_NAMED_MAX distinct threads the rest stay
+ * unnamed. */
 static bool is_routee_tid(const struct rp__tracer *t, int32_t tid)
 {
     for (unsigned i = 0; i < t->pool->n; i++)
@@ -191,13 +242,16 @@ static bool is_routee_tid(const struct rp__tracer *t, int32_t tid)
     return false;
 }
 
-/* The thread's kernel name, or "" when it is gone. */
-static void thread_comm(int32_t tid, char *out, size_t cap)
+/* The thread's name: as recorded at its first traced submit, else its
+ * kernel name now, else "" (it is gone). */
+static void thread_name_of(int32_t tid, char *out, size_t cap)
 {
     char path[64];
     FILE *f;
 
     out[0] = '\0';
+    if (cap >= 16 && recorded_name(tid, out))
+        return;
     snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
     if (!(f = fopen(path, "r")))
         return;
@@ -219,7 +273,7 @@ static void name_submitter(struct rp__tracer *t, int32_t tid)
     t->submitters[t->nsubmitters++] = tid;
     if (is_routee_tid(t, tid))
         return; /* named "routee <i>" by name_threads() */
-    thread_comm(tid, comm, sizeof comm);
+    thread_name_of(tid, comm, sizeof comm);
     sep(t);
     fprintf(t->f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
                   "\"args\":{\"name\":\"",

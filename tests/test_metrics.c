@@ -1617,6 +1617,7 @@ static void burn_job(rp_job_ctx *ctx, void *arg)
     while (cpu_ns() - c0 < 15000000)
         for (int i = 0; i < 1000; i++)
             x += (uint64_t)i;
+    (void)x; /* a use: clang's -Wunused-but-set-variable otherwise */
     atomic_fetch_add(&wall_ns[rp_job_routee(ctx)], mono_ns() - t0);
 }
 

@@ -11,6 +11,7 @@
  * header).  Only the pool's list of scatter-gather routers is read under
  * its mutex.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,31 +141,32 @@ void rp_metrics_release(rp_metrics *m)
     m->routee = NULL;
 }
 
-/* ---- exposition ---- */
+/* ---- exposition ----
+ *
+ * A page is written family by family: each family's HELP and TYPE once,
+ * then its samples for every pool in the order given, so one page holds
+ * any number of pools (every sample carries pool="<name>").  Snapshots of
+ * every pool are taken first; the extra writer runs last, with no lock
+ * held. */
+
+typedef struct page {
+    FILE *f;
+    rp_pool *const *pools;
+    const rp_metrics *m; /* one snapshot per pool */
+    size_t n;
+} page;
 
 static void family(FILE *f, const char *name, const char *type, const char *help)
 {
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* Label values: pool names are user text, so escape \ " and newline. */
-static void label_value(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '\\' || *s == '"')
-            fputc('\\', f), fputc(*s, f);
-        else if (*s == '\n')
-            fputs("\\n", f);
-        else
-            fputc(*s, f);
-    }
-}
-
+/* Label values: pool names are user text (see rp__text_write()). */
 static void labels(FILE *f, const char *pool, long routee, const char *extra_name,
                    const char *extra)
 {
     fputs("{pool=\"", f);
-    label_value(f, pool);
+    rp__text_write(f, pool, RP__TEXT_PROM);
     fputc('"', f);
     if (routee >= 0)
         fprintf(f, ",routee=\"%ld\"", routee);
@@ -173,50 +175,61 @@ static void labels(FILE *f, const char *pool, long routee, const char *extra_nam
     fputc('}', f);
 }
 
-static void scalars(FILE *f, const rp_pool *pool, const rp_metrics *m)
+static void scalars(const page *pg)
 {
+    FILE *f = pg->f;
+
 #define RP__WRITE_SCALAR(fld, typ, nm, hlp)                                           \
     family(f, nm, typ == RP_METRIC_GAUGE ? "gauge" : "counter", hlp);                 \
-    for (size_t i = 0; i < m->routees; i++) {                                         \
-        fputs(nm, f);                                                                 \
-        labels(f, pool->name, (long)i, NULL, NULL);                                   \
-        fprintf(f, " %llu\n", (unsigned long long)m->routee[i].fld);                 \
-    }
+    for (size_t p = 0; p < pg->n; p++)                                                \
+        for (size_t i = 0; i < pg->m[p].routees; i++) {                               \
+            fputs(nm, f);                                                             \
+            labels(f, pg->pools[p]->name, (long)i, NULL, NULL);                       \
+            fprintf(f, " %llu\n", (unsigned long long)pg->m[p].routee[i].fld);       \
+        }
     RP_ROUTEE_METRICS(RP__WRITE_SCALAR)
 #undef RP__WRITE_SCALAR
     family(f, "routepool_routee_busy_seconds_total", "counter",
            "Seconds the routee spent running jobs.");
-    for (size_t i = 0; i < m->routees; i++) {
-        fputs("routepool_routee_busy_seconds_total", f);
-        labels(f, pool->name, (long)i, NULL, NULL);
-        fprintf(f, " %.9f\n", m->routee[i].busy_seconds);
-    }
+    for (size_t p = 0; p < pg->n; p++)
+        for (size_t i = 0; i < pg->m[p].routees; i++) {
+            fputs("routepool_routee_busy_seconds_total", f);
+            labels(f, pg->pools[p]->name, (long)i, NULL, NULL);
+            fprintf(f, " %.9f\n", pg->m[p].routee[i].busy_seconds);
+        }
 }
 
-static void by_reason(FILE *f, const rp_pool *pool, const rp_metrics *m, bool drops_only)
+static void by_reason_of(const page *pg, size_t p, const char *name, bool drops_only)
 {
-    const char *name = drops_only ? "routepool_routee_dropped_total"
-                                  : "routepool_routee_handed_back_total";
+    const rp_metrics *m = &pg->m[p];
 
-    family(f, name, "counter",
-           drops_only ? "Jobs the bounded mailbox dropped on overflow, by policy."
-                      : "Jobs handed back to on_undelivered instead of running, by reason.");
     for (size_t i = 0; i < m->routees; i++) {
         for (int k = 0; k < RP_METRICS_REASONS; k++) {
             int code = rp_metrics_reason_codes[k];
             if (drops_only && code != RP_EDROPPED && code != RP_EEVICTED)
                 continue;
-            fputs(name, f);
-            labels(f, pool->name, (long)i, "reason", rp_metrics_reason_labels[k]);
-            fprintf(f, " %llu\n", (unsigned long long)m->routee[i].handed_back[k]);
+            fputs(name, pg->f);
+            labels(pg->f, pg->pools[p]->name, (long)i, "reason", rp_metrics_reason_labels[k]);
+            fprintf(pg->f, " %llu\n", (unsigned long long)m->routee[i].handed_back[k]);
         }
     }
 }
 
+static void by_reason(const page *pg, bool drops_only)
+{
+    const char *name = drops_only ? "routepool_routee_dropped_total"
+                                  : "routepool_routee_handed_back_total";
+
+    family(pg->f, name, "counter",
+           drops_only ? "Jobs the bounded mailbox dropped on overflow, by policy."
+                      : "Jobs handed back to on_undelivered instead of running, by reason.");
+    for (size_t p = 0; p < pg->n; p++)
+        by_reason_of(pg, p, name, drops_only);
+}
+
 /* One histogram series: cumulative buckets ending in +Inf, _sum, _count. */
 static void histogram(FILE *f, const char *name, const char *pool, long routee,
-                      const double *bounds, const uint64_t *buckets, int nb, double sum,
-                      uint64_t count)
+                      const double *bounds, const uint64_t *buckets, int nb, double sum)
 {
     uint64_t cum = 0;
     char le[32];
@@ -234,105 +247,199 @@ static void histogram(FILE *f, const char *name, const char *pool, long routee,
     fprintf(f, "%s_sum", name);
     labels(f, pool, routee, NULL, NULL);
     fprintf(f, " %.17g\n", sum);
+    /* The +Inf bucket and _count must agree: both are the bucket total. */
     fprintf(f, "%s_count", name);
     labels(f, pool, routee, NULL, NULL);
-    /* The +Inf bucket and _count must agree: both are the bucket total. */
-    (void)count;
     fprintf(f, " %llu\n", (unsigned long long)cum);
 }
 
-static void histograms(FILE *f, const rp_pool *pool, const rp_metrics *m)
+static void histograms(const page *pg)
 {
-    family(f, "routepool_routee_depth_at_enqueue", "histogram",
-           "Queued depth a job found on enqueue (one enqueue in 16 sampled).");
-    for (size_t i = 0; i < m->routees; i++)
-        histogram(f, "routepool_routee_depth_at_enqueue", pool->name, (long)i,
-                  rp_metrics_depth_bounds, m->routee[i].depth_buckets, RP_DEPTH_BUCKETS,
-                  (double)m->routee[i].depth_sum, m->routee[i].depth_count);
+    FILE *f = pg->f;
+
+    family(f, RP_METRICS_QUEUED_AT_ENQUEUE, "histogram",
+           "Jobs already queued on the routee when a job was enqueued. Sampled: one "
+           "enqueue in 16 is observed, so _count counts observed enqueues, not jobs.");
+    for (size_t p = 0; p < pg->n; p++)
+        for (size_t i = 0; i < pg->m[p].routees; i++) {
+            const rp_routee_metrics *rm = &pg->m[p].routee[i];
+            histogram(f, RP_METRICS_QUEUED_AT_ENQUEUE, pg->pools[p]->name, (long)i,
+                      rp_metrics_depth_bounds, rm->depth_buckets, RP_DEPTH_BUCKETS,
+                      (double)rm->depth_sum);
+        }
     family(f, "routepool_routee_queue_wait_seconds", "histogram",
-           "Time from enqueue to start (one job in 16 sampled).");
-    for (size_t i = 0; i < m->routees; i++)
-        histogram(f, "routepool_routee_queue_wait_seconds", pool->name, (long)i,
-                  rp_metrics_wait_bounds, m->routee[i].wait_buckets, RP_WAIT_BUCKETS,
-                  m->routee[i].wait_sum_seconds, m->routee[i].wait_count);
+           "Time from enqueue to start. Sampled: one job in 16 is observed, so _count "
+           "counts observed jobs, not jobs run.");
+    for (size_t p = 0; p < pg->n; p++)
+        for (size_t i = 0; i < pg->m[p].routees; i++) {
+            const rp_routee_metrics *rm = &pg->m[p].routee[i];
+            histogram(f, "routepool_routee_queue_wait_seconds", pg->pools[p]->name, (long)i,
+                      rp_metrics_wait_bounds, rm->wait_buckets, RP_WAIT_BUCKETS,
+                      rm->wait_sum_seconds);
+        }
 }
 
-static void pool_level(FILE *f, const rp_pool *pool, const rp_metrics *m)
+/* A pool-level family: one sample per pool, the field at offset. */
+static void pool_family(const page *pg, const char *name, const char *type, const char *help,
+                        size_t offset)
 {
-    family(f, "routepool_pool_routees", "gauge", "Routees (threads) in the pool.");
-    fputs("routepool_pool_routees", f);
-    labels(f, pool->name, -1, NULL, NULL);
-    fprintf(f, " %llu\n", (unsigned long long)m->routees);
-    family(f, "routepool_pool_submitted_total", "counter",
-           "Jobs the pool's mailboxes accepted (queued, or dropped under drop-new).");
-    fputs("routepool_pool_submitted_total", f);
-    labels(f, pool->name, -1, NULL, NULL);
-    fprintf(f, " %llu\n", (unsigned long long)m->submitted);
-    family(f, "routepool_pool_memory_bytes", "gauge",
-           "Bytes allocated in the pool's private jemalloc arena.");
-    fputs("routepool_pool_memory_bytes", f);
-    labels(f, pool->name, -1, NULL, NULL);
-    fprintf(f, " %llu\n", (unsigned long long)m->memory_bytes);
+    family(pg->f, name, type, help);
+    for (size_t p = 0; p < pg->n; p++) {
+        fputs(name, pg->f);
+        labels(pg->f, pg->pools[p]->name, -1, NULL, NULL);
+        fprintf(pg->f, " %llu\n",
+                (unsigned long long)*(const uint64_t *)((const char *)&pg->m[p] + offset));
+    }
 }
 
-static void scatter(FILE *f, const rp_pool *pool, const rp_metrics *m)
+static void pool_level(const page *pg)
 {
+    pool_family(pg, "routepool_pool_routees", "gauge", "Routees (threads) in the pool.",
+                offsetof(rp_metrics, routees));
+    pool_family(pg, "routepool_pool_submitted_total", "counter",
+                "Jobs the pool's mailboxes accepted (queued, or dropped under drop-new).",
+                offsetof(rp_metrics, submitted));
+    pool_family(pg, "routepool_pool_memory_bytes", "gauge",
+                "Bytes allocated in the pool's private jemalloc arena.",
+                offsetof(rp_metrics, memory_bytes));
+}
+
+static void scatter(const page *pg)
+{
+    FILE *f = pg->f;
+
     family(f, "router_scatter_gather_resolved_total", "counter",
            "Scatters resolved, by outcome.");
-    for (int o = 0; o < RP_SCATTER_OUTCOMES; o++) {
-        fputs("router_scatter_gather_resolved_total", f);
-        labels(f, pool->name, -1, "outcome", rp_scatter_outcome_name(o));
-        fprintf(f, " %llu\n", (unsigned long long)m->scatter.resolved[o]);
-    }
+    for (size_t p = 0; p < pg->n; p++)
+        for (int o = 0; o < RP_SCATTER_OUTCOMES; o++) {
+            fputs("router_scatter_gather_resolved_total", f);
+            labels(f, pg->pools[p]->name, -1, "outcome", rp_scatter_outcome_name(o));
+            fprintf(f, " %llu\n", (unsigned long long)pg->m[p].scatter.resolved[o]);
+        }
     family(f, "router_scatter_gather_latency_seconds", "histogram",
            "Time from scattering to answering the caller.");
-    histogram(f, "router_scatter_gather_latency_seconds", pool->name, -1,
-              rp_scatter_latency_bounds, m->scatter.latency_buckets,
-              RP_SCATTER_LATENCY_BUCKETS + 1, m->scatter.latency_sum_seconds,
-              m->scatter.latency_count);
+    for (size_t p = 0; p < pg->n; p++)
+        histogram(f, "router_scatter_gather_latency_seconds", pg->pools[p]->name, -1,
+                  rp_scatter_latency_bounds, pg->m[p].scatter.latency_buckets,
+                  RP_SCATTER_LATENCY_BUCKETS + 1, pg->m[p].scatter.latency_sum_seconds);
+}
+
+/* Each pool once and by a name of its own: two pools with one name would
+ * write the same series twice. */
+static int check_pools(const char *func, rp_pool *const *pools, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!pools[i])
+            return rp__fail(RP_EINVAL, "%s: pools[%zu] is NULL", func, i);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(pools[i]->name, pools[j]->name) == 0)
+                return rp__fail(RP_EINVAL, "%s: pools[%zu] and pools[%zu] are both named %s",
+                                func, j, i, pools[i]->name);
+    }
+    return 0;
+}
+
+static int snapshot_all(const char *func, rp_pool *const *pools, size_t n, rp_metrics **out)
+{
+    rp_metrics *m = calloc(n ? n : 1, sizeof *m);
+    int rc = 0;
+
+    if (!m)
+        return rp__fail(RP_ENOMEM, "%s: out of memory", func);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if ((rc = rp_metrics_snapshot(pools[i], &m[i])) < 0)
+            rp__fail(rc, "%s: out of memory", func);
+    if (rc < 0) {
+        for (size_t i = 0; i < n; i++)
+            rp_metrics_release(&m[i]);
+        free(m);
+        return rc;
+    }
+    *out = m;
+    return 0;
+}
+
+static int write_page(const char *func, FILE *f, rp_pool *const *pools, size_t n,
+                      rp_metrics_writer_fn extra, void *user)
+{
+    rp_metrics *m = NULL;
+    int rc;
+
+    if (!f || (!pools && n))
+        return rp__fail(RP_EINVAL, "%s: %s is NULL", func, f ? "pools" : "f");
+    if ((rc = check_pools(func, pools, n)) < 0 || (rc = snapshot_all(func, pools, n, &m)) < 0)
+        return rc;
+    if (n) {
+        const page pg = {f, pools, m, n};
+        pool_level(&pg);
+        scalars(&pg);
+        by_reason(&pg, true);
+        by_reason(&pg, false);
+        histograms(&pg);
+        scatter(&pg);
+    }
+    for (size_t i = 0; i < n; i++)
+        rp_metrics_release(&m[i]);
+    free(m);
+    if (extra && (rc = extra(f, user)) < 0)
+        return rp__fail(rc, "%s: the extra writer failed (%s)", func, rp_err_name(rc));
+    if (ferror(f))
+        return rp__fail(RP_ESYS, "%s: write error", func);
+    return 0;
+}
+
+int rp_metrics_write_page(FILE *f, rp_pool *const *pools, size_t npools,
+                          rp_metrics_writer_fn extra, void *user)
+{
+    return write_page("rp_metrics_write_page", f, pools, npools, extra, user);
 }
 
 int rp_metrics_write_prometheus(rp_pool *pool, FILE *f)
 {
-    rp_metrics m;
-    int rc;
-
-    if (!pool || !f)
-        return rp__fail(RP_EINVAL, "rp_metrics_write_prometheus: %s is NULL", pool ? "f" : "pool");
-    if ((rc = rp_metrics_snapshot(pool, &m)) < 0)
-        return rc;
-    pool_level(f, pool, &m);
-    scalars(f, pool, &m);
-    by_reason(f, pool, &m, true);
-    by_reason(f, pool, &m, false);
-    histograms(f, pool, &m);
-    scatter(f, pool, &m);
-    rp_metrics_release(&m);
-    if (ferror(f))
-        return rp__fail(RP_ESYS, "rp_metrics_write_prometheus: write error");
-    return 0;
+    if (!pool)
+        return rp__fail(RP_EINVAL, "rp_metrics_write_prometheus: pool is NULL");
+    return write_page("rp_metrics_write_prometheus", f, &pool, 1, NULL, NULL);
 }
 
-int rp_metrics_format_prometheus(rp_pool *pool, char **out, size_t *len)
+/* The text a writer puts on a stream, in a malloc'd buffer. */
+static int format(const char *func, char **out, size_t *len, rp_pool *const *pools, size_t n,
+                  rp_metrics_writer_fn extra, void *user)
 {
-    size_t n = 0;
+    size_t size = 0;
     FILE *f;
     int rc;
 
     if (!out)
-        return rp__fail(RP_EINVAL, "rp_metrics_format_prometheus: out is NULL");
+        return rp__fail(RP_EINVAL, "%s: out is NULL", func);
     *out = NULL;
-    if (!(f = open_memstream(out, &n)))
-        return rp__fail(RP_ENOMEM, "rp_metrics_format_prometheus: out of memory");
-    rc = rp_metrics_write_prometheus(pool, f);
+    if (!(f = open_memstream(out, &size)))
+        return rp__fail(RP_ENOMEM, "%s: out of memory", func);
+    rc = write_page(func, f, pools, n, extra, user);
     if (fclose(f) != 0 && rc == 0)
-        rc = rp__fail(RP_ENOMEM, "rp_metrics_format_prometheus: out of memory");
+        rc = rp__fail(RP_ENOMEM, "%s: out of memory", func);
     if (rc < 0) {
         free(*out);
         *out = NULL;
         return rc;
     }
     if (len)
-        *len = n;
+        *len = size;
     return 0;
+}
+
+int rp_metrics_format_page(char **out, size_t *len, rp_pool *const *pools, size_t npools,
+                           rp_metrics_writer_fn extra, void *user)
+{
+    return format("rp_metrics_format_page", out, len, pools, npools, extra, user);
+}
+
+int rp_metrics_format_prometheus(rp_pool *pool, char **out, size_t *len)
+{
+    if (!out)
+        return rp__fail(RP_EINVAL, "rp_metrics_format_prometheus: out is NULL");
+    if (!pool) {
+        *out = NULL;
+        return rp__fail(RP_EINVAL, "rp_metrics_format_prometheus: pool is NULL");
+    }
+    return format("rp_metrics_format_prometheus", out, len, &pool, 1, NULL, NULL);
 }

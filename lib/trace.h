@@ -7,6 +7,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define RP__TRACE_RING 1024u
 
@@ -35,6 +36,15 @@ void rp__trace_push(rp__trace_ring *ring, const rp__trace_event *ev);
 
 /* The calling thread's kernel id (cached). */
 int32_t rp__tid(void);
+
+/* Write user text (a pool or thread name) escaped for a JSON string body
+ * (RP__TEXT_JSON) or a Prometheus label value (RP__TEXT_PROM): valid UTF-8
+ * passes, " \\ and newline are backslash-escaped, every byte that is not
+ * valid UTF-8 is written as the text \\xNN (so the value reads "\xNN"),
+ * other control characters as the escape \u00NN in JSON and as the text \\xNN in
+ * Prometheus.  The output is always valid UTF-8. */
+enum { RP__TEXT_JSON = 0, RP__TEXT_PROM = 1 };
+void rp__text_write(FILE *f, const char *str, int style);
 
 struct rp_pool;
 /* Pool teardown: stop a running trace, free the rings. */

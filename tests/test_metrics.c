@@ -21,8 +21,10 @@
  * wait_idle covers them), outcomes resolved on the timer thread are
  * polled for.
  *
- * check_promtool.sh runs exposition/is_written_for_external_checkers with
- * RP_METRICS_PROM_OUT=path and feeds that file to promtool.
+ * check_metrics_text.sh runs exposition/is_written_for_external_checkers
+ * with RP_METRICS_PROM_OUT and RP_METRICS_PAGE_OUT set and feeds both
+ * files to python3-prometheus-client's parser (check_metrics_text.py) and,
+ * where installed, to promtool.
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
@@ -595,6 +597,32 @@ static bool check_families(prom_doc *d)
     return true;
 }
 
+/* Whether text[0..len) is valid UTF-8 (no overlong forms, surrogates or
+ * code points above U+10FFFF): the format is UTF-8 text.  *bad gets the
+ * offset of the first invalid byte. */
+static bool utf8_valid(const unsigned char *p, size_t len, size_t *bad)
+{
+    for (size_t i = 0; i < len;) {
+        unsigned c = p[i], cp;
+        size_t n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+                 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+        *bad = i;
+        if (n == 0 || i + n > len)
+            return false;
+        cp = n == 1 ? c : c & (0x3fu >> (n - 1));
+        for (size_t k = 1; k < n; k++) {
+            if ((p[i + k] & 0xc0) != 0x80)
+                return false;
+            cp = cp << 6 | (p[i + k] & 0x3f);
+        }
+        if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        i += n;
+    }
+    return true;
+}
+
 /* Check and parse text (len bytes).  false: d->err says where and why. */
 static bool prom_parse(prom_doc *d, const char *text, size_t len)
 {
@@ -609,6 +637,9 @@ static bool prom_parse(prom_doc *d, const char *text, size_t len)
         return prom_fail(d, 0, "the last line does not end in a newline");
     if (memchr(text, '\0', len))
         return prom_fail(d, 0, "a NUL byte in the text");
+    size_t bad;
+    if (!utf8_valid((const unsigned char *)text, len, &bad))
+        return prom_fail(d, 0, "not valid UTF-8 at byte %zu", bad);
     while (p < end) {
         const char *eol = memchr(p, '\n', (size_t)(end - p));
         bool ok;
@@ -862,7 +893,7 @@ static void expect_text_matches(const prom_doc *d, const rp_metrics *m)
                                                "reason", why, NULL)),
                              rm->handed_back[k], "dropped %s", why);
         }
-        expect_histogram(d, "routepool_routee_depth_at_enqueue", r, rp_metrics_depth_bounds,
+        expect_histogram(d, RP_METRICS_QUEUED_AT_ENQUEUE, r, rp_metrics_depth_bounds,
                          rm->depth_buckets, RP_DEPTH_BUCKETS, (double)rm->depth_sum,
                          rm->depth_count, 0.5);
         expect_histogram(d, "routepool_routee_queue_wait_seconds", r, rp_metrics_wait_bounds,
@@ -1019,6 +1050,9 @@ static const struct bad_case {
     {"le outside a bucket", "routepool_g -2.5", "routepool_g{le=\"1\"} -2.5"},
     {"bare histogram sample", "routepool_h_sum{r=\"1\"} 0\n", "routepool_h_sum{r=\"1\"} 0\nroutepool_h 1\n"},
     {"carriage return", "routepool_g -2.5\n", "routepool_g -2.5\r\n"},
+    {"a byte that is not UTF-8", "pool=\"p\"", "pool=\"p\xff\""},
+    {"an overlong UTF-8 form", "pool=\"p\"", "pool=\"p\xc0\xaf\""},
+    {"a UTF-8 surrogate", "pool=\"p\"", "pool=\"p\xed\xa0\x80\""},
 };
 
 /* text with every occurrence of from replaced by to (malloc'd). */
@@ -1080,7 +1114,7 @@ static const struct {
     {"routepool_routee_busy_seconds_total", "counter"},
     {"routepool_routee_dropped_total", "counter"},
     {"routepool_routee_handed_back_total", "counter"},
-    {"routepool_routee_depth_at_enqueue", "histogram"},
+    {RP_METRICS_QUEUED_AT_ENQUEUE, "histogram"},
     {"routepool_routee_queue_wait_seconds", "histogram"},
     {"router_scatter_gather_resolved_total", "counter"},
     {"router_scatter_gather_latency_seconds", "histogram"},
@@ -1114,7 +1148,7 @@ Test(exposition, has_every_family_once_with_its_type_and_label_sets, .init = set
     cr_assert_eq(d.fams[find_family(&d, "routepool_routee_dropped_total")].nsamples, 3 * 2);
     cr_assert_eq(d.fams[find_family(&d, "routepool_routee_handed_back_total")].nsamples,
                  3 * RP_METRICS_REASONS);
-    cr_assert_eq(d.fams[find_family(&d, "routepool_routee_depth_at_enqueue")].nsamples,
+    cr_assert_eq(d.fams[find_family(&d, RP_METRICS_QUEUED_AT_ENQUEUE)].nsamples,
                  3 * (RP_DEPTH_BUCKETS + 2));
     cr_assert_eq(d.fams[find_family(&d, "routepool_routee_queue_wait_seconds")].nsamples,
                  3 * (RP_WAIT_BUCKETS + 2));
@@ -1169,6 +1203,174 @@ Test(exposition, pool_name_with_quote_backslash_and_newline_is_escaped, .init = 
     free(text);
     fetch(p, name, &d); /* every sample's pool label decodes to the name */
     cr_assert_eq(prom_u64(prom_get(&d, "routepool_pool_routees", NULL)), 2);
+    prom_free(&d);
+    rp_pool_destroy(p);
+}
+
+Test(exposition, pool_name_that_is_not_utf8_is_written_as_valid_utf8, .init = setup)
+{
+    /* A stray continuation byte, a truncated sequence, a tab, then valid
+     * two- and three-byte characters. */
+    static const char name[] = "a\xff" "b\xc3" "c\td\xc3\xa9\xe2\x82\xac";
+    rp_pool *p = pool_new(name, 2, true, true);
+    char *text;
+    size_t len, bad;
+    prom_doc d;
+
+    text = format_text(p, &len);
+    cr_assert(utf8_valid((const unsigned char *)text, len, &bad), "invalid UTF-8 at byte %zu",
+              bad);
+    cr_assert_not_null(strstr(text, "{pool=\"a\\\\xFFb\\\\xC3c\\\\x09d\xc3\xa9\xe2\x82\xac\""),
+                       "invalid bytes and the tab as the text \\xNN, UTF-8 kept");
+    free(text);
+    fetch(p, "a\\xFFb\\xC3c\\x09d\xc3\xa9\xe2\x82\xac", &d);
+    cr_assert_eq(prom_u64(prom_get(&d, "routepool_pool_routees", NULL)), 2);
+    prom_free(&d);
+    rp_pool_destroy(p);
+}
+
+/* The page of several pools: checked, parsed, and every sample labelled by
+ * one of the pools. */
+static void fetch_page(rp_pool *const *pools, size_t n, rp_metrics_writer_fn extra, void *user,
+                       prom_doc *d)
+{
+    char *text = NULL;
+    size_t len = 0;
+    bool ok;
+
+    cr_assert_eq(rp_metrics_format_page(&text, &len, pools, n, extra, user), 0, "%s",
+                 rp_errmsg());
+    cr_assert_eq(strlen(text), len);
+    ok = prom_parse(d, text, len);
+    if (!ok)
+        fprintf(stderr, "---- rejected page ----\n%s----\n", text);
+    free(text);
+    cr_assert(ok, "strict checker: %s", d->err);
+}
+
+/* The samples of one pool, as a document of their own. */
+static void pool_part(const prom_doc *page, const char *pool, prom_doc *out)
+{
+    memset(out, 0, sizeof *out);
+    out->fams = page->fams;
+    out->nfams = page->nfams;
+    out->s = calloc(page->n ? page->n : 1, sizeof *out->s);
+    cr_assert_not_null(out->s);
+    for (size_t i = 0; i < page->n; i++) {
+        const char *v = label_of(&page->s[i], "pool");
+        if (v && strcmp(v, pool) == 0)
+            out->s[out->n++] = page->s[i];
+    }
+}
+
+Test(exposition, two_pools_share_one_page_with_each_family_declared_once, .init = setup)
+{
+    rp_pool *pools[2] = {pool_new("ingest", 2, true, true), pool_new("render", 3, true, true)};
+    rp_metrics m[2];
+    prom_doc d, part;
+
+    for (int i = 0; i < 500; i++)
+        cr_assert_eq(rp_pool_submit(pools[i % 2], noop_job, NULL), 0);
+    settle(pools[0]);
+    settle(pools[1]);
+    fetch_page(pools, 2, NULL, NULL, &d);
+    cr_assert_eq(d.nfams, sizeof FAMILIES / sizeof FAMILIES[0], "each family once: %zu", d.nfams);
+    for (size_t i = 0; i < d.n; i++) {
+        const char *v = label_of(&d.s[i], "pool");
+        cr_assert(v && (strcmp(v, "ingest") == 0 || strcmp(v, "render") == 0),
+                  "line %d: pool=\"%s\"", d.s[i].line, v ? v : "(none)");
+    }
+    for (int k = 0; k < 2; k++) {
+        snap(pools[k], &m[k]);
+        pool_part(&d, k ? "render" : "ingest", &part);
+        expect_text_matches(&part, &m[k]);
+        free(part.s);
+        rp_metrics_release(&m[k]);
+    }
+    cr_assert_eq(prom_u64(prom_sum(&d, "routepool_routee_jobs_run_total", NULL)), 500);
+    cr_assert_eq(prom_u64(prom_get(&d, "routepool_pool_routees", "pool", "render", NULL)), 3);
+    prom_free(&d);
+    rp_pool_destroy(pools[0]);
+    rp_pool_destroy(pools[1]);
+}
+
+/* A family of the program's own, as a cluster node's will be added. */
+static int extra_family(FILE *f, void *user)
+{
+    int *calls = user;
+
+    (*calls)++;
+    fputs("# HELP routepool_node_up 1 while the node is serving.\n"
+          "# TYPE routepool_node_up gauge\n"
+          "routepool_node_up{node=\"n1\"} 1\n", f);
+    return 0;
+}
+
+static int failing_family(FILE *f, void *user)
+{
+    (void)f;
+    (void)user;
+    return RP_ESYS;
+}
+
+Test(exposition, page_extra_writer_adds_its_families_after_the_pools, .init = setup)
+{
+    rp_pool *pools[1] = {pool_new("one", 1, true, true)};
+    int calls = 0;
+    prom_doc d;
+    char *text = NULL;
+
+    fetch_page(pools, 1, extra_family, &calls, &d);
+    cr_assert_eq(calls, 1);
+    cr_assert_eq(d.nfams, sizeof FAMILIES / sizeof FAMILIES[0] + 1);
+    cr_assert_eq(find_family(&d, "routepool_node_up"), (int)d.nfams - 1, "written last");
+    cr_assert_eq(prom_get(&d, "routepool_node_up", "node", "n1", NULL), 1.0);
+    prom_free(&d);
+    fetch_page(NULL, 0, extra_family, &calls, &d); /* no pool: the extra families only */
+    cr_assert_eq(d.nfams, 1);
+    prom_free(&d);
+    cr_assert_eq(rp_metrics_format_page(&text, NULL, pools, 1, failing_family, NULL), RP_ESYS);
+    cr_assert_null(text);
+    cr_assert_not_null(strstr(rp_errmsg(), "rp_metrics_format_page: the extra writer failed"),
+                       "%s", rp_errmsg());
+    rp_pool_destroy(pools[0]);
+}
+
+Test(exposition, page_refuses_null_entries_and_pools_sharing_a_name, .init = setup)
+{
+    rp_pool *a = pool_new("same", 1, true, true), *b = pool_new("same", 1, true, true);
+    rp_pool *pools[3] = {a, NULL, b};
+    char *text = (char *)1;
+
+    cr_assert_eq(rp_metrics_write_page(stdout, pools, 2, NULL, NULL), RP_EINVAL);
+    cr_assert_str_eq(rp_errmsg(), "rp_metrics_write_page: pools[1] is NULL");
+    pools[1] = b;
+    cr_assert_eq(rp_metrics_format_page(&text, NULL, pools, 2, NULL, NULL), RP_EINVAL);
+    cr_assert_null(text);
+    cr_assert_str_eq(rp_errmsg(),
+                     "rp_metrics_format_page: pools[0] and pools[1] are both named same");
+    cr_assert_eq(rp_metrics_write_page(NULL, pools, 1, NULL, NULL), RP_EINVAL);
+    cr_assert_str_eq(rp_errmsg(), "rp_metrics_write_page: f is NULL");
+    cr_assert_eq(rp_metrics_write_page(stdout, NULL, 1, NULL, NULL), RP_EINVAL);
+    cr_assert_str_eq(rp_errmsg(), "rp_metrics_write_page: pools is NULL");
+    cr_assert_eq(rp_metrics_format_page(NULL, NULL, pools, 1, NULL, NULL), RP_EINVAL);
+    rp_pool_destroy(a);
+    rp_pool_destroy(b);
+}
+
+Test(exposition, sampled_histograms_say_count_is_not_a_job_count, .init = setup)
+{
+    rp_pool *p = pool_new("help", 1, true, true);
+    prom_doc d;
+
+    fetch(p, "help", &d);
+    cr_assert_not_null(strstr(d.fams[find_family(&d, RP_METRICS_QUEUED_AT_ENQUEUE)].help,
+                              "_count counts observed enqueues, not jobs"));
+    cr_assert_not_null(strstr(d.fams[find_family(&d, "routepool_routee_queue_wait_seconds")].help,
+                              "_count counts observed jobs, not jobs run"));
+    cr_assert_not_null(strstr(d.fams[find_family(&d, "routepool_routee_steals_total")].help,
+                              "Jobs this routee stole from other routees"));
+    cr_assert_lt(find_family(&d, "routepool_routee_stolen_total"), 0, "the old name is gone");
     prom_free(&d);
     rp_pool_destroy(p);
 }
@@ -1249,11 +1451,26 @@ Test(exposition, bad_arguments_and_write_errors_are_reported, .init = setup)
     rp_pool_destroy(p);
 }
 
-/* For check_promtool.sh: a pool that went through drops, steals, hand-backs
- * and scatters, its text checked here and written to RP_METRICS_PROM_OUT. */
+/* For check_metrics_text.sh: a pool that went through drops, steals,
+ * hand-backs and scatters, its text checked here and written to
+ * RP_METRICS_PROM_OUT; and a page of it and a second pool (a name with
+ * quotes, a backslash, a newline and a byte that is not UTF-8) plus an
+ * extra family, written to RP_METRICS_PAGE_OUT. */
 static void reply_job(rp_job_ctx *ctx, void *arg)
 {
     rp_job_reply(ctx, arg);
+}
+
+static void write_out(const char *path, const char *text, size_t len)
+{
+    FILE *out;
+
+    if (!path)
+        return;
+    out = fopen(path, "w");
+    cr_assert_not_null(out, "cannot write %s", path);
+    cr_assert_eq(fwrite(text, 1, len, out), len);
+    cr_assert_eq(fclose(out), 0);
 }
 
 Test(exposition, is_written_for_external_checkers, .init = setup)
@@ -1290,13 +1507,22 @@ Test(exposition, is_written_for_external_checkers, .init = setup)
     text = format_text(p, &len);
     cr_assert(prom_parse(&d, text, len), "strict checker: %s", d.err);
     prom_free(&d);
-    if (path) {
-        FILE *out = fopen(path, "w");
-        cr_assert_not_null(out, "cannot write %s", path);
-        cr_assert_eq(fwrite(text, 1, len, out), len);
-        cr_assert_eq(fclose(out), 0);
-    }
+    write_out(path, text, len);
     free(text);
+    {
+        /* The page: this pool and one whose name needs every escape. */
+        rp_pool *q = pool_new("ext \"2\"\\\n\xff\xc3\xa9", 2, true, true);
+        rp_pool *pools[2] = {p, q};
+        int calls = 0;
+        cr_assert_eq(rp_pool_submit(q, noop_job, NULL), 0);
+        settle(q);
+        cr_assert_eq(rp_metrics_format_page(&text, &len, pools, 2, extra_family, &calls), 0);
+        cr_assert(prom_parse(&d, text, len), "strict checker: %s", d.err);
+        prom_free(&d);
+        write_out(getenv("RP_METRICS_PAGE_OUT"), text, len);
+        free(text);
+        rp_pool_destroy(q);
+    }
     rp_router_destroy(sg);
     rp_pool_destroy(p);
 }
@@ -1320,7 +1546,7 @@ Test(counters, jobs_run_enqueued_and_submitted_equal_the_jobs_submitted, .init =
     cr_assert_eq(prom_u64(prom_sum(&d, "routepool_routee_jobs_run_total", NULL)), N);
     cr_assert_eq(prom_u64(prom_sum(&d, "routepool_routee_enqueued_total", NULL)), N);
     cr_assert_eq(prom_u64(prom_get(&d, "routepool_pool_submitted_total", NULL)), N);
-    cr_assert_eq(prom_u64(prom_sum(&d, "routepool_routee_stolen_total", NULL)),
+    cr_assert_eq(prom_u64(prom_sum(&d, "routepool_routee_steals_total", NULL)),
                  prom_u64(prom_sum(&d, "routepool_routee_stolen_from_total", NULL)));
     cr_assert_eq(prom_sum(&d, "routepool_routee_handed_back_total", NULL), 0);
     cr_assert_eq(prom_sum(&d, "routepool_routee_rejected_total", NULL), 0);
@@ -1391,6 +1617,7 @@ static void burn_job(rp_job_ctx *ctx, void *arg)
     while (cpu_ns() - c0 < 15000000)
         for (int i = 0; i < 1000; i++)
             x += (uint64_t)i;
+    (void)x; /* a use: clang's -Wunused-but-set-variable otherwise */
     atomic_fetch_add(&wall_ns[rp_job_routee(ctx)], mono_ns() - t0);
 }
 
@@ -1594,7 +1821,7 @@ Test(counters, stopped_routee_hands_back_its_queued_pinned_jobs_as_stopped, .ini
     cr_assert_eq(prom_u64(prom_get(&d, "routepool_routee_jobs_run_total", "routee", "0", NULL)), 1);
     cr_assert_eq(prom_u64(prom_get(&d, "routepool_routee_enqueued_total", "routee", "0", NULL)), 8);
     cr_assert_eq(prom_sum(&d, "routepool_routee_dropped_total", NULL), 0);
-    cr_assert_eq(prom_sum(&d, "routepool_routee_stolen_total", NULL), 0, "pinned jobs are never stolen");
+    cr_assert_eq(prom_sum(&d, "routepool_routee_steals_total", NULL), 0, "pinned jobs are never stolen");
     cr_assert_eq(prom_u64(prom_get(&d, "routepool_pool_submitted_total", NULL)), 8);
     for (int i = 0; i < 7; i++)
         cr_assert_eq(atomic_load(&pr[i].reason), RP_ESTOPPED);
@@ -1660,9 +1887,9 @@ Test(counters, stolen_totals_equal_stolen_from_totals_exactly, .init = setup)
     }
     cr_assert_eq(ran, N, "every job ran while routee 0 was held");
     fetch(p, "steal", &d);
-    cr_assert_eq(prom_u64(prom_get(&d, "routepool_routee_stolen_total", "routee", "1", NULL)), N / 2);
+    cr_assert_eq(prom_u64(prom_get(&d, "routepool_routee_steals_total", "routee", "1", NULL)), N / 2);
     cr_assert_eq(prom_u64(prom_get(&d, "routepool_routee_stolen_from_total", "routee", "0", NULL)), N / 2);
-    cr_assert_eq(prom_get(&d, "routepool_routee_stolen_total", "routee", "0", NULL), 0);
+    cr_assert_eq(prom_get(&d, "routepool_routee_steals_total", "routee", "0", NULL), 0);
     cr_assert_eq(prom_get(&d, "routepool_routee_stolen_from_total", "routee", "1", NULL), 0);
     cr_assert_eq(prom_u64(prom_get(&d, "routepool_routee_jobs_run_total", "routee", "1", NULL)), N);
     prom_free(&d);

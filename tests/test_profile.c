@@ -593,3 +593,141 @@ Test(report, html_and_svg_are_self_contained_and_escape_names)
     pt_report_release(&r);
     pt_release(&t);
 }
+
+/* ---- exact counts, durations, SVG text (issue 17, "Reports people look at") ---- */
+
+/* Samples on 2 routees, slices saying 3:1, and exact totals saying 19:81. */
+static char *totals_trace(bool totals)
+{
+    tb b;
+    const double d[] = {1, 1};
+
+    tb_open(&b);
+    tb_sample(&b, 0, d, 2);
+    for (int k = 0; k < 4; k++)
+        tb_event(&b, "{\"name\":\"job\",\"ph\":\"X\",\"ts\":%d,\"dur\":1,\"pid\":1,\"tid\":%d,"
+                     "\"args\":{\"routee\":%d,\"wait_us\":179696.5}}", 10 * k, 7 + (k == 3),
+                 k == 3);
+    tb_event(&b, "{\"name\":\"steal\",\"ph\":\"i\",\"s\":\"t\",\"ts\":5,"
+                 "\"args\":{\"thief\":1,\"victim\":0,\"jobs\":2}}");
+    if (totals) {
+        tb_event(&b, "{\"name\":\"routee_totals\",\"ph\":\"M\",\"pid\":1,\"tid\":7,\"args\":"
+                     "{\"routee\":0,\"jobs_run\":19,\"stole\":0,\"stolen_from\":5,\"enqueued\":24}}");
+        tb_event(&b, "{\"name\":\"routee_totals\",\"ph\":\"M\",\"pid\":1,\"tid\":8,\"args\":"
+                     "{\"routee\":1,\"jobs_run\":81,\"stole\":5,\"stolen_from\":0,\"enqueued\":76}}");
+    }
+    return tb_close(&b, 2, 1000);
+}
+
+Test(report, jobs_run_share_comes_from_the_exact_totals_not_the_sampled_slices)
+{
+    char *text = totals_trace(true), *report;
+    pt_trace t;
+    pt_report r;
+
+    analyse(text, &t, &r, NULL);
+    cr_expect(r.routee[0].jobs_exact);
+    cr_expect_eq(r.routee[0].jobs_run, 19);
+    cr_expect_eq(r.routee[1].jobs_run, 81);
+    cr_expect_float_eq(r.routee[0].job_share, 0.19, EPS, "not the slices' 0.75");
+    cr_expect_eq(r.routee[1].ev.stole, 5, "steals from the totals, not the one instant's 2");
+    cr_expect_eq(r.routee[0].ev.stolen_from, 5);
+    cr_expect_eq(r.routee[0].ev.slices, 3, "the slices are still read");
+    const pr_input in = {"t.json", &t, &r};
+    report = capture(pr_write_text, &in);
+    cr_expect(strstr(report, "19  19.0%"), "%s", report);
+    cr_expect(strstr(report, "exact counts"), "%s", report);
+    free(report);
+    pt_report_release(&r);
+    pt_release(&t);
+    free(text);
+}
+
+Test(report, without_totals_the_share_is_the_sampled_estimate)
+{
+    char *text = totals_trace(false);
+    pt_trace t;
+    pt_report r;
+
+    analyse(text, &t, &r, NULL);
+    cr_expect_not(r.routee[0].jobs_exact);
+    cr_expect_eq(r.routee[0].jobs_run, 3);
+    cr_expect_float_eq(r.routee[0].job_share, 0.75, EPS);
+    cr_expect_eq(r.routee[1].ev.stole, 2);
+    pt_report_release(&r);
+    pt_release(&t);
+    free(text);
+}
+
+Test(profile, a_second_routee_totals_for_one_routee_is_an_error)
+{
+    const char *text =
+        "[{\"name\":\"routee_totals\",\"ph\":\"M\",\"args\":{\"routee\":0,\"jobs_run\":1,"
+        "\"stole\":0,\"stolen_from\":0}},"
+        "{\"name\":\"routee_totals\",\"ph\":\"M\",\"args\":{\"routee\":0,\"jobs_run\":1,"
+        "\"stole\":0,\"stolen_from\":0}}]";
+    const char *negative =
+        "[{\"name\":\"routee_totals\",\"ph\":\"M\",\"args\":{\"routee\":0,\"jobs_run\":-1,"
+        "\"stole\":0,\"stolen_from\":0}}]";
+    char err[256];
+    pt_trace t;
+
+    cr_expect_eq(pt_read(&t, text, strlen(text), err, sizeof err), -1);
+    cr_expect(strstr(err, "second"), "%s", err);
+    cr_expect_eq(pt_read(&t, negative, strlen(negative), err, sizeof err), -1);
+    cr_expect(strstr(err, "jobs_run"), "%s", err);
+}
+
+Test(report, waits_from_10_ms_are_shown_in_ms)
+{
+    char *text = totals_trace(true), *report, *html, *svg;
+    char buf[32];
+    pt_trace t;
+    pt_report r;
+
+    pr_format_us(buf, sizeof buf, 9999.94);
+    cr_expect_str_eq(buf, "9999.9 us");
+    pr_format_us(buf, sizeof buf, 10000);
+    cr_expect_str_eq(buf, "10.0 ms");
+    analyse(text, &t, &r, NULL);
+    const pr_input in = {"t.json", &t, &r};
+    report = capture(pr_write_text, &in);
+    html = capture(pr_write_html, &in);
+    svg = capture(pr_write_svg, &in);
+    cr_expect(strstr(report, "179.7 ms"), "%s", report);
+    cr_expect(strstr(html, "179.7 ms"));
+    cr_expect(strstr(svg, "179.7 ms"));
+    cr_expect_null(strstr(report, "179696.5"));
+    cr_expect_null(strstr(html, "179696.5"));
+    free(report);
+    free(html);
+    free(svg);
+    pt_report_release(&r);
+    pt_release(&t);
+    free(text);
+}
+
+Test(report, svg_table_rows_keep_their_spaces_where_css_is_ignored)
+{
+    char *text = totals_trace(true), *svg;
+    pt_trace t;
+    pt_report r;
+    size_t pre = 0, preserved = 0;
+
+    analyse(text, &t, &r, NULL);
+    const pr_input in = {"t.json", &t, &r};
+    svg = capture(pr_write_svg, &in);
+    for (const char *p = svg; (p = strstr(p, "<text")) != NULL; p++) {
+        const char *end = strchr(p, '>');
+        size_t len = (size_t)(end - p);
+        bool ws = memmem(p, len, "white-space:pre", 15) != NULL;
+        pre += ws;
+        preserved += ws && memmem(p, len, "xml:space=\"preserve\"", 20) != NULL;
+    }
+    cr_expect_eq(pre, 3, "the header and two rows");
+    cr_expect_eq(preserved, pre, "every padded row says xml:space=\"preserve\"");
+    free(svg);
+    pt_report_release(&r);
+    pt_release(&t);
+    free(text);
+}

@@ -9,6 +9,10 @@
 #   - a balanced workload (round-robin, uniform jobs, stealing): Jain's index
 #     averages above 0.8 and no routee is hot;
 #   - RP_TRACE=path traces a program that never calls the trace API;
+#   - the reports carry each routee's exact job counts (jobs_exact, jobs_run
+#     summing to the jobs the workload ran);
+#   - '-' writes --svg or --html to standard output (instead of the text
+#     report);
 #   - the exit codes: 2 for bad usage (the message names the option), 1 for
 #     a missing, malformed or empty trace, 3 for an unwritable report.
 #
@@ -79,6 +83,11 @@ assert 1 <= len(r["worst_intervals"]) <= 5
 assert r["worst_intervals"][0]["deepest_routee"] == r["hot_routee"]
 for k in ("mean_depth", "max_depth", "utilisation", "job_share", "stole", "stolen_from"):
     assert k in r["routees"][0], k
+# The trace ends with each routee's exact counts: 1500 ticks x 3 jobs.
+assert all(x["jobs_exact"] for x in r["routees"]), r["routees"]
+assert sum(x["jobs_run"] for x in r["routees"]) == 4500, [x["jobs_run"] for x in r["routees"]]
+assert abs(sum(x["job_share"] for x in r["routees"]) - 1) < 1e-9
+assert sum(x["stole"] for x in r["routees"]) == sum(x["stolen_from"] for x in r["routees"])
 EOF
 "$PROFILE" --html "$OUT/imbalanced.html" --svg "$OUT/imbalanced.svg" "$OUT/imbalanced.json" \
   >"$OUT/imbalanced.txt" || fail "rp-profile --html --svg failed"
@@ -103,6 +112,7 @@ print("test_profile: balanced: jain_mean %.3f, cv_mean %.3f, hot %s"
       % (r["jain_mean"], r["cv_mean"], r["hot_routee"]))
 assert r["jain_mean"] > 0.8, r["jain_mean"]
 assert r["hot_routee"] is None, r["hot_routee"]
+assert sum(x["jobs_run"] for x in r["routees"]) == 2000, [x["jobs_run"] for x in r["routees"]]
 EOF
 
 # ---- RP_TRACE on a program that does not know about tracing ----
@@ -113,6 +123,19 @@ set -- "$OUT"/env-*.json
 json_ok "$1"
 "$PROFILE" "$1" >"$OUT/env.txt" || fail "rp-profile failed on the RP_TRACE trace"
 "$PROFILE" - <"$1" >/dev/null || fail "rp-profile - (standard input) failed"
+
+# ---- '-' is standard output for --html and --svg ----
+step "reports on standard output"
+"$PROFILE" --svg - "$OUT/imbalanced.json" >"$OUT/stdout.svg" || fail "rp-profile --svg - failed"
+python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$OUT/stdout.svg" ||
+  fail "--svg - did not write one well-formed SVG to standard output"
+[ ! -e ./- ] || fail "--svg - wrote a file named '-'"
+"$PROFILE" --html - "$OUT/imbalanced.json" >"$OUT/stdout.html" || fail "rp-profile --html - failed"
+head -c 15 "$OUT/stdout.html" | grep -q "<!DOCTYPE html>" ||
+  fail "--html - did not start standard output with the HTML page"
+! grep -q "^hot routee:" "$OUT/stdout.html" || fail "--html - mixed the text report in"
+"$PROFILE" --svg "$OUT/also.svg" - <"$OUT/imbalanced.json" >/dev/null ||
+  fail "reading the trace from standard input with --svg FILE failed"
 
 # ---- exit codes ----
 step "exit codes"
@@ -135,5 +158,12 @@ grep -q "line" "$OUT/cmd.err" || fail "the parse error does not name the line"
 printf '{"traceEvents":[]}\n' >"$OUT/empty.json"
 expect_exit 1 "trace without samples" "$PROFILE" "$OUT/empty.json"
 expect_exit 3 "unwritable --html" "$PROFILE" --html "$OUT/no-such-dir/r.html" "$good"
+expect_exit 2 "--html - and --svg -" "$PROFILE" --html - --svg - "$good"
+grep -q "standard output" "$OUT/cmd.err" || fail "the usage error does not say why"
+expect_exit 2 "--json and --svg -" "$PROFILE" --json --svg - "$good"
+if [ -w /dev/full ]; then
+  expect_exit 3 "--svg - on a full standard output" sh -c '"$1" --svg - "$2" >/dev/full' sh \
+    "$PROFILE" "$good"
+fi
 
 step "ok"

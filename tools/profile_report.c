@@ -35,34 +35,50 @@ static void text_header(FILE *f, const pr_input *in)
         fprintf(f, ", %" PRIu64 " events lost", t->lost_events);
     fprintf(f, "\n%" PRIu64 " sampled job slices, %" PRIu64 " steal events\n", t->slices,
             t->steal_events);
-    if (t->lost_events > 0)
+    if (t->lost_events > 0 && r->n && r->routee[0].jobs_exact)
+        fprintf(f, "note: the trace lost %" PRIu64 " slice/steal events (full rings): the "
+                   "sampled estimates are undercounted, the exact counts are not\n",
+                t->lost_events);
+    else if (t->lost_events > 0)
         fprintf(f, "note: the trace lost %" PRIu64 " slice/steal events (full rings): job "
                    "shares and steals are undercounted\n", t->lost_events);
+}
+
+void pr_format_us(char *out, size_t cap, double us)
+{
+    if (us >= 10000.0)
+        snprintf(out, cap, "%.1f ms", us / 1000.0);
+    else
+        snprintf(out, cap, "%.1f us", us);
 }
 
 static void text_routees(FILE *f, const pr_input *in)
 {
     const pt_report *r = in->report;
     const bool slices = in->trace->slices > 0;
+    const bool exact = r->n && r->routee[0].jobs_exact;
 
     fprintf(f, "\n%-7s %10s %9s %6s %15s %10s %11s %7s %11s\n", "routee", "mean depth",
-            "max depth", "busy", "jobs run*", "mean job", "mean wait*", "stole", "stolen from");
+            "max depth", "busy", exact ? "jobs run" : "jobs run*", "mean job*", "mean wait*",
+            "stole", "stolen from");
     for (unsigned i = 0; i < r->n; i++) {
         const pt_routee_stats *s = &r->routee[i];
         char name[16], busy[16] = "-", jobs[32] = "-", job_us[24] = "-", wait_us[24] = "-";
         snprintf(name, sizeof name, "r%u%s", i, r->hot == (int)i ? " hot" : "");
         if (in->trace->busy_points)
             snprintf(busy, sizeof busy, "%.1f%%", s->utilisation * 100);
-        if (slices)
-            snprintf(jobs, sizeof jobs, "%" PRIu64 " %5.1f%%", s->ev.slices, s->job_share * 100);
+        if (exact || slices)
+            snprintf(jobs, sizeof jobs, "%" PRIu64 " %5.1f%%", s->jobs_run, s->job_share * 100);
         if (s->ev.slices) {
-            snprintf(job_us, sizeof job_us, "%.1f us", s->mean_job_us);
-            snprintf(wait_us, sizeof wait_us, "%.1f us", s->mean_wait_us);
+            pr_format_us(job_us, sizeof job_us, s->mean_job_us);
+            pr_format_us(wait_us, sizeof wait_us, s->mean_wait_us);
         }
         fprintf(f, "%-7s %10.1f %9.0f %6s %15s %10s %11s %7" PRIu64 " %11" PRIu64 "\n", name,
                 s->mean_depth, s->max_depth, busy, jobs, job_us, wait_us, s->ev.stole,
                 s->ev.stolen_from);
     }
+    if (exact)
+        fprintf(f, "jobs run, stole, stolen from: exact counts over the trace\n");
     if (slices)
         fprintf(f, "* from the sampled job slices (one job in N per mailbox): estimates\n");
     else
@@ -222,6 +238,8 @@ static void json_routee(FILE *f, const pt_trace *t, const pt_report *r, unsigned
     json_key_num(f, "max_depth", s->max_depth, true);
     json_key_num(f, "utilisation", t->busy_points ? s->utilisation : NAN, true);
     fprintf(f, "\"job_slices\":%" PRIu64 ",", s->ev.slices);
+    fprintf(f, "\"jobs_run\":%" PRIu64 ",\"jobs_exact\":%s,", s->jobs_run,
+            s->jobs_exact ? "true" : "false");
     json_key_num(f, "job_share", s->job_share, true);
     json_key_num(f, "mean_job_us", s->mean_job_us, true);
     json_key_num(f, "mean_wait_us", s->mean_wait_us, true);

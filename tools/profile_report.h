@@ -19,6 +19,9 @@ typedef struct pr_input {
     const pt_report *report;
 } pr_input;
 
+/** A duration for people: "%.1f us" below 10 ms, "%.1f ms" from 10 ms. */
+void pr_format_us(char *out, size_t cap, double us);
+
 /** The text report.  @return 0, or -1 on a write error. */
 int pr_write_text(FILE *f, const pr_input *in);
 

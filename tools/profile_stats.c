@@ -244,12 +244,27 @@ static void finish_routees(sweep *s)
     const pt_trace *t = s->t;
     pt_report *r = s->r;
 
+    /* Exact counts when every routee has its totals, else the estimates. */
+    const bool exact = t->totals > 0 && t->totals == s->n;
+    uint64_t all_run = 0;
+
+    for (unsigned i = 0; exact && i < s->n; i++)
+        all_run += t->ev[i].jobs_run;
     for (unsigned i = 0; i < s->n; i++) {
         pt_routee_stats *st = &r->routee[i];
         st->ev = t->ev[i];
         st->mean_depth = s->sum_depth[i] / s->total_w;
         st->utilisation = s->sum_busy[i] / s->total_w;
-        st->job_share = t->slices ? (double)st->ev.slices / (double)t->slices : 0.0;
+        st->jobs_exact = exact;
+        if (exact) {
+            st->jobs_run = st->ev.jobs_run;
+            st->job_share = all_run ? (double)st->jobs_run / (double)all_run : 0.0;
+            st->ev.stole = st->ev.total_stole;
+            st->ev.stolen_from = st->ev.total_stolen_from;
+        } else {
+            st->jobs_run = st->ev.slices;
+            st->job_share = t->slices ? (double)st->ev.slices / (double)t->slices : 0.0;
+        }
         st->mean_wait_us = st->ev.slices ? st->ev.wait_us / (double)st->ev.slices : 0.0;
         st->mean_job_us = st->ev.slices ? st->ev.slice_us / (double)st->ev.slices : 0.0;
     }

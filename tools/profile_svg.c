@@ -362,14 +362,18 @@ static void html_routee_row(FILE *f, const pr_input *in, unsigned i, bool slices
         fprintf(f, "<td>%.1f%%</td>", s->utilisation * 100);
     else
         fputs("<td>-</td>", f);
-    if (slices)
-        fprintf(f, "<td>%" PRIu64 "</td><td>%.1f%%</td>", s->ev.slices, s->job_share * 100);
+    if (slices || s->jobs_exact)
+        fprintf(f, "<td>%" PRIu64 "</td><td>%.1f%%</td>", s->jobs_run, s->job_share * 100);
     else
         fputs("<td>-</td><td>-</td>", f);
-    if (s->ev.slices)
-        fprintf(f, "<td>%.1f</td><td>%.1f</td>", s->mean_job_us, s->mean_wait_us);
-    else
+    if (s->ev.slices) {
+        char job[24], wait[24];
+        pr_format_us(job, sizeof job, s->mean_job_us);
+        pr_format_us(wait, sizeof wait, s->mean_wait_us);
+        fprintf(f, "<td>%s</td><td>%s</td>", job, wait);
+    } else {
         fputs("<td>-</td><td>-</td>", f);
+    }
     fprintf(f, "<td>%" PRIu64 "</td><td>%" PRIu64 "</td></tr>\n", s->ev.stole, s->ev.stolen_from);
 }
 
@@ -378,14 +382,20 @@ static void html_routees(FILE *f, const pr_input *in)
     const pt_report *r = in->report;
     const bool slices = in->trace->slices > 0;
 
-    fputs("<h2>Per routee</h2>\n<table><tr><th>routee</th><th>mean depth</th><th>max depth</th>"
-          "<th>busy</th><th>job slices</th><th>share of jobs</th><th>mean job &micro;s</th>"
-          "<th>mean wait &micro;s</th><th>stole</th><th>stolen from</th></tr>\n", f);
+    const bool exact = r->n && r->routee[0].jobs_exact;
+
+    fprintf(f, "<h2>Per routee</h2>\n<table><tr><th>routee</th><th>mean depth</th>"
+               "<th>max depth</th><th>busy</th><th>%s</th><th>share of jobs</th>"
+               "<th>mean job</th><th>mean wait</th><th>stole</th><th>stolen from</th></tr>\n",
+            exact ? "jobs run" : "job slices");
     for (unsigned i = 0; i < r->n; i++)
         html_routee_row(f, in, i, slices);
-    fputs("</table>\n<p class=\"note\">Mean depth and busy are time-weighted over the samples. "
-          "Job slices are sampled (one job in N per mailbox), so the share of jobs, the mean "
-          "job time and the mean wait are estimates. Steals count jobs.</p>\n", f);
+    fprintf(f, "</table>\n<p class=\"note\">Mean depth and busy are time-weighted over the "
+               "samples. %s Job slices are sampled (one job in N per mailbox), so the mean job "
+               "time and the mean wait are estimates. Steals count jobs.</p>\n",
+            exact ? "Jobs run, their share and the steals are exact counts over the trace."
+                  : "The trace has no exact counts: the share of jobs is estimated from the "
+                    "sampled slices.");
 }
 
 /* One row: label, all samples, loaded samples ("-" when none), even, worst. */
@@ -463,30 +473,43 @@ int pr_write_html(FILE *f, const pr_input *in)
 
 /* ---- standalone SVG ---- */
 
-/* The per-routee table as monospaced text rows (the first 64 routees). */
+/* The per-routee table as monospaced text rows (the first 64 routees).
+ * xml:space="preserve" keeps the padding in renderers that ignore CSS
+ * white-space (librsvg, Inkscape). */
 static void svg_summary(FILE *f, const pr_input *in, int y)
 {
     const pt_report *r = in->report;
+    const bool exact = r->n && r->routee[0].jobs_exact;
 
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\" font-family=\"monospace\" "
-               "style=\"white-space:pre\">%-8s %12s %11s %7s %7s %13s</text>\n", LEFT, y,
-            "routee", "mean depth", "max depth", "busy", "stole", "stolen from");
+               "xml:space=\"preserve\" style=\"white-space:pre\">%-8s %12s %11s %7s %16s %11s "
+               "%7s %13s</text>\n",
+            LEFT, y, "routee", "mean depth", "max depth", "busy",
+            exact ? "jobs run" : "jobs run*", "mean wait*", "stole", "stolen from");
     for (unsigned i = 0; i < r->n && i < 64; i++) {
         const pt_routee_stats *s = &r->routee[i];
-        char busy[16] = "-";
+        char busy[16] = "-", jobs[40] = "-", wait[24] = "-";
         if (in->trace->busy_points)
             snprintf(busy, sizeof busy, "%.1f%%", s->utilisation * 100);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" font-family=\"monospace\" "
-                   "style=\"white-space:pre\"%s>r%-7u %12.1f %11.0f %7s %7" PRIu64 " %13" PRIu64
-                   "</text>\n", LEFT, y + 16 * (int)(i + 1),
-                r->hot == (int)i ? " fill=\"#b00\" font-weight=\"bold\"" : "", i, s->mean_depth,
-                s->max_depth, busy, s->ev.stole, s->ev.stolen_from);
+        if (exact || in->trace->slices)
+            snprintf(jobs, sizeof jobs, "%" PRIu64 " %5.1f%%", s->jobs_run, s->job_share * 100);
+        if (s->ev.slices)
+            pr_format_us(wait, sizeof wait, s->mean_wait_us);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" font-family=\"monospace\" xml:space=\"preserve\" "
+                   "style=\"white-space:pre\"%s>r%-7u %12.1f %11.0f %7s %16s %11s %7" PRIu64
+                   " %13" PRIu64 "</text>\n", LEFT, y + 16 * (int)(i + 1),
+                r->hot == (int)i ? " fill=\"#b00\" font-weight=\"bold\"" : "", i,
+                s->mean_depth, s->max_depth, busy, jobs, wait, s->ev.stole, s->ev.stolen_from);
     }
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-family=\"monospace\" font-size=\"11\">%s</text>\n",
+            LEFT, y + 16 * (int)((r->n < 64 ? r->n : 64) + 1),
+            exact ? "jobs run, stole, stolen from: exact; * from sampled job slices"
+                  : "* from sampled job slices (estimates)");
 }
 
 static int svg_summary_height(const pt_report *r)
 {
-    return 16 * (int)((r->n < 64 ? r->n : 64) + 1) + 8;
+    return 16 * (int)((r->n < 64 ? r->n : 64) + 2) + 8;
 }
 
 int pr_write_svg(FILE *f, const pr_input *in)

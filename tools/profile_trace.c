@@ -192,6 +192,30 @@ static int on_steal(reader *rd, const pj_value *ev)
     return 0;
 }
 
+/* A routee's exact counts over the trace (lib/trace.c, at stop). */
+static int on_totals(reader *rd, const pj_value *ev)
+{
+    const pj_value *args = pj_get(ev, "args");
+    double run = 0, stole = 0, stolen_from = 0;
+    uint32_t routee;
+    pt_routee_events *e;
+
+    if (get_routee(rd, args, "routee", &routee) < 0 ||
+        get_count(rd, args, "jobs_run", 1e15, &run) < 0 ||
+        get_count(rd, args, "stole", 1e15, &stole) < 0 ||
+        get_count(rd, args, "stolen_from", 1e15, &stolen_from) < 0 || see_routee(rd, routee) < 0)
+        return -1;
+    e = &rd->t->ev[routee];
+    if (e->has_totals)
+        return bad_event(rd, "a second \"routee_totals\" for one routee");
+    e->has_totals = true;
+    e->jobs_run = (uint64_t)run;
+    e->total_stole = (uint64_t)stole;
+    e->total_stolen_from = (uint64_t)stolen_from;
+    rd->t->totals++;
+    return 0;
+}
+
 static int on_metadata(reader *rd, const pj_value *ev)
 {
     const pj_value *args = pj_get(ev, "args"), *pool = pj_get(args, "pool");
@@ -234,6 +258,8 @@ static int on_event(reader *rd, const pj_value *ev)
         return on_steal(rd, ev);
     if (pj_is_string(ph, "M") && pj_is_string(name, "routepool"))
         return on_metadata(rd, ev);
+    if (pj_is_string(ph, "M") && pj_is_string(name, "routee_totals"))
+        return on_totals(rd, ev);
     return 0;
 }
 

@@ -11,7 +11,13 @@
  *   "i" instants named "steal" {"thief","victim","jobs"} -> per-routee
  *       jobs stolen and stolen from;
  *   "M" metadata named "routepool" {pool,routees,interval_us,samples,
- *       lost_events} -> the header of the report.
+ *       lost_events} -> the header of the report;
+ *   "M" metadata named "routee_totals" {routee,jobs_run,stole,stolen_from}
+ *       (written at trace stop) -> each routee's exact counts, which
+ *       replace the sampled estimates: the "jobs run" share comes from
+ *       them, and stole / stolen from too (steal instants can be lost to a
+ *       full ring; the totals cannot).  Traces without them (older, or cut
+ *       short) keep the estimates, and the report says which it shows.
  * Flows, thread names and anything else are read (the JSON must be valid)
  * and ignored.
  *
@@ -53,6 +59,9 @@ typedef struct pt_routee_events {
     double wait_us;        /* their queue waits, summed */
     uint64_t stole;        /* jobs this routee stole */
     uint64_t stolen_from;  /* jobs other routees stole from it */
+    bool has_totals;       /* a routee_totals event was read for it */
+    uint64_t jobs_run;     /* from routee_totals: exact */
+    uint64_t total_stole, total_stolen_from; /* from routee_totals: exact */
 } pt_routee_events;
 
 /** A trace as read.  pt_release() frees it. */
@@ -68,6 +77,7 @@ typedef struct pt_trace {
     pt_routee_events *ev;  /* n entries */
     uint64_t events, slices, steal_events;
     uint64_t busy_points;  /* "busy r<i>" counters: 0 means utilisation is unknown */
+    unsigned totals;       /* routees with a routee_totals event */
 } pt_trace;
 
 /**
@@ -96,7 +106,10 @@ typedef struct pt_routee_stats {
     double mean_depth;     /* time-weighted over the samples */
     double max_depth;
     double utilisation;    /* time-weighted mean of busy, 0..1 */
-    double job_share;      /* of all sampled slices, 0..1; 0 without slices */
+    bool jobs_exact;       /* jobs_run and job_share are exact (routee_totals) */
+    uint64_t jobs_run;     /* exact, or the sampled slices when not exact */
+    double job_share;      /* of all jobs run (exact), or of all sampled slices;
+                              0..1; 0 without either */
     double mean_wait_us;   /* of its sampled slices; 0 without */
     double mean_job_us;
     pt_routee_events ev;

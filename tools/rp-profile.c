@@ -52,8 +52,10 @@ static void usage(FILE *f)
         "RP_TRACE=path; '-' reads standard input) and report how evenly the pool's\n"
         "routees shared the work:\n"
         "  per routee: mean (time-weighted) and max queued depth, utilisation (busy\n"
-        "    fraction), share of the jobs run and their mean run and wait times (from\n"
-        "    the sampled job slices: estimates), jobs stolen and stolen from;\n"
+        "    fraction), jobs run and their share, jobs stolen and stolen from (exact\n"
+        "    counts the trace ends with; older traces: estimates from the sampled job\n"
+        "    slices), mean run and wait times (from the sampled slices: estimates;\n"
+        "    shown in ms from 10 ms);\n"
         "  over time: per sample max/mean depth, coefficient of variation and Jain's\n"
         "    fairness index (sum x)^2/(n sum x^2) over the routees' depths, averaged\n"
         "    over all samples and over the samples with queued jobs;\n"
@@ -66,6 +68,9 @@ static void usage(FILE *f)
         "      --html FILE   also write a self-contained HTML report (heatmap of routee x\n"
         "                    time coloured by depth, a line per routee, the tables)\n"
         "      --svg FILE    also write the charts and a summary as one SVG image\n"
+        "                    (FILE '-' for --html or --svg: that report goes to standard\n"
+        "                    output instead of the text report; one of them at a time,\n"
+        "                    and not with --json)\n"
         "      --window MS   width of the windows ranked as worst, %g..%.0f ms (default %g)\n"
         "      --worst N     how many worst windows to list, 0..%u (default %zu)\n"
         "  -h, --help        print this help and exit\n"
@@ -174,6 +179,27 @@ static int parse_options(int argc, char *argv[], cli *o)
     return -1;
 }
 
+static bool is_stdout(const char *path)
+{
+    return path && strcmp(path, "-") == 0;
+}
+
+/* '-' sends one report to standard output instead of the text report. */
+static int check_stdout(const cli *o)
+{
+    if (is_stdout(o->html) && is_stdout(o->svg)) {
+        fprintf(stderr, "rp-profile: --html - and --svg - both want standard output\n"
+                        "Try 'rp-profile --help'.\n");
+        return EXIT_USAGE;
+    }
+    if (o->json && (is_stdout(o->html) || is_stdout(o->svg))) {
+        fprintf(stderr, "rp-profile: --json and --%s - both want standard output\n"
+                        "Try 'rp-profile --help'.\n", is_stdout(o->html) ? "html" : "svg");
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
 static int parse_args(int argc, char *argv[], cli *o)
 {
     const int rc = parse_options(argc, argv, o);
@@ -190,7 +216,7 @@ static int parse_args(int argc, char *argv[], cli *o)
         return EXIT_USAGE;
     }
     o->trace = argv[optind];
-    return -1;
+    return check_stdout(o);
 }
 
 /* ---- input ---- */
@@ -270,13 +296,26 @@ static int load(const cli *o, pt_trace *t, pt_report *r)
 
 /* ---- output ---- */
 
+static int write_stdout(int (*writer)(FILE *, const pr_input *), const pr_input *in)
+{
+    int rc = writer(stdout, in);
+
+    if (fflush(stdout) != 0 || ferror(stdout) || rc < 0) {
+        fprintf(stderr, "rp-profile: cannot write the report to standard output\n");
+        return -1;
+    }
+    return 0;
+}
+
 static int write_file(const char *path, int (*writer)(FILE *, const pr_input *),
                       const pr_input *in)
 {
-    FILE *f = fopen(path, "w");
+    FILE *f;
     int rc;
 
-    if (!f) {
+    if (is_stdout(path))
+        return write_stdout(writer, in);
+    if (!(f = fopen(path, "w"))) {
         fprintf(stderr, "rp-profile: cannot create %s: %s\n", path, strerror(errno));
         return -1;
     }
@@ -290,12 +329,9 @@ static int write_file(const char *path, int (*writer)(FILE *, const pr_input *),
 
 static int write_reports(const cli *o, const pr_input *in)
 {
-    int rc = o->json ? pr_write_json(stdout, in) : pr_write_text(stdout, in);
-
-    if (fflush(stdout) != 0 || rc < 0) {
-        fprintf(stderr, "rp-profile: cannot write the report to standard output\n");
+    if (!is_stdout(o->html) && !is_stdout(o->svg) &&
+        write_stdout(o->json ? pr_write_json : pr_write_text, in) < 0)
         return EXIT_OUTPUT;
-    }
     if (o->html && write_file(o->html, pr_write_html, in) < 0)
         return EXIT_OUTPUT;
     if (o->svg && write_file(o->svg, pr_write_svg, in) < 0)

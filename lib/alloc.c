@@ -6,9 +6,9 @@
  * The library is not linked with jemalloc (alloc.h says why and what each
  * mode does): it declares the three jemalloc calls it uses as weak
  * references and the MALLOCX_* flag encodings it passes, which are
- * jemalloc's stable ABI (jemalloc.h, unchanged since 4.0; 5.3 here).  A
- * process whose mallctl is not jemalloc 5's refuses "arenas.create"
- * (jemalloc 3 called it "arenas.extend"), and the pool uses the fallback.
+ * jemalloc's stable ABI (jemalloc.h, unchanged since 4.0; 5.3 here).  An
+ * older jemalloc refuses "arenas.create" (before 5.0 it was
+ * "arenas.extend"), and the pool uses the fallback.
  *
  * Steady state allocates nothing: job records cycle through freelists
  * (and the lanes' magazines, lane.c).  A freelist grows by one slab
@@ -39,9 +39,15 @@ __attribute__((constructor)) static void detect_prefetchw(void)
 #endif
 #include "internal.h"
 
+/* gcc says __SANITIZE_ADDRESS__, clang __has_feature(address_sanitizer). */
 #if defined(__SANITIZE_ADDRESS__)
 #define USE_LIBC 1
-#else
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define USE_LIBC 1
+#endif
+#endif
+#ifndef USE_LIBC
 #define USE_LIBC 0
 #endif
 

@@ -1,6 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * alloc.c - a private jemalloc arena per pool, and type-stable freelists.
+ * alloc.c - a private jemalloc arena per pool (when the process has
+ * jemalloc, else the C allocator), and type-stable freelists.
+ *
+ * The library is not linked with jemalloc (alloc.h says why and what each
+ * mode does): it declares the three jemalloc calls it uses as weak
+ * references and the MALLOCX_* flag encodings it passes, which are
+ * jemalloc's stable ABI (jemalloc.h, unchanged since 4.0; 5.3 here).  An
+ * older jemalloc refuses "arenas.create" (before 5.0 it was
+ * "arenas.extend"), and the pool uses the fallback.
  *
  * Steady state allocates nothing: job records cycle through freelists
  * (and the lanes' magazines, lane.c).  A freelist grows by one slab
@@ -8,7 +16,6 @@
  * high-water mark until the pool is destroyed; see alloc.h for why records never return to the allocator
  * early.
  */
-#include <jemalloc/jemalloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,21 +39,50 @@ __attribute__((constructor)) static void detect_prefetchw(void)
 #endif
 #include "internal.h"
 
+/* gcc says __SANITIZE_ADDRESS__, clang __has_feature(address_sanitizer). */
 #if defined(__SANITIZE_ADDRESS__)
 #define USE_LIBC 1
-#else
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define USE_LIBC 1
+#endif
+#endif
+#ifndef USE_LIBC
 #define USE_LIBC 0
 #endif
 
-int rp__arena_create(rp__arena *a)
+/* Bound by the dynamic linker when the program or LD_PRELOAD brought
+ * jemalloc; NULL otherwise (never called then). */
+extern void *mallocx(size_t size, int flags) __attribute__((weak));
+extern void sdallocx(void *ptr, size_t size, int flags) __attribute__((weak));
+extern int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp,
+                   size_t newlen) __attribute__((weak));
+
+/* jemalloc.h's flag encodings (MALLOCX_ARENA, MALLOCX_TCACHE_NONE,
+ * MALLOCX_LG_ALIGN, MALLOCX_ZERO). */
+#define JE_ARENA(a) ((int)(((unsigned)(a) + 1u) << 20))
+#define JE_TCACHE_NONE ((int)(1u << 8))
+#define JE_ZERO ((int)0x40)
+
+static int je_align(size_t align)
+{
+    return __builtin_ctzl(align); /* lg(align): align is a power of two */
+}
+
+static bool have_jemalloc(void)
+{
+    return mallocx && sdallocx && mallctl;
+}
+
+void rp__arena_create(rp__arena *a)
 {
     size_t sz = sizeof a->index;
 
     a->private_arena = false;
     a->index = 0;
-    if (!USE_LIBC && mallctl("arenas.create", &a->index, &sz, NULL, 0) == 0)
+    if (!USE_LIBC && have_jemalloc() &&
+        mallctl("arenas.create", &a->index, &sz, NULL, 0) == 0)
         a->private_arena = true;
-    return 0;
 }
 
 void rp__arena_destroy(rp__arena *a)
@@ -65,8 +101,7 @@ void *rp__arena_alloc(const rp__arena *a, size_t size, size_t align)
     void *p;
 
     if (a->private_arena)
-        return mallocx(size, MALLOCX_ARENA(a->index) | MALLOCX_TCACHE_NONE |
-                                 MALLOCX_ALIGN(align) | MALLOCX_ZERO);
+        return mallocx(size, JE_ARENA(a->index) | JE_TCACHE_NONE | je_align(align) | JE_ZERO);
     size = (size + align - 1) / align * align;
     p = aligned_alloc(align, size);
     if (p)
@@ -79,21 +114,22 @@ void rp__arena_free(const rp__arena *a, void *p, size_t size, size_t align)
     if (!p)
         return;
     if (a->private_arena)
-        sdallocx(p, size, MALLOCX_TCACHE_NONE | MALLOCX_ALIGN(align));
+        sdallocx(p, size, JE_TCACHE_NONE | je_align(align));
     else
         free(p);
 }
 
+/* The fallback reports 0: the C allocator keeps no per-pool statistics,
+ * and metrics.h documents memory_bytes as the private arena's bytes. */
 size_t rp__arena_allocated(const rp__arena *a)
 {
     char name[96];
     uint64_t epoch = 1;
-    size_t small = 0, large = 0, sz = sizeof(size_t);
+    size_t small = 0, large = 0, sz;
 
     if (!a->private_arena)
         return 0;
-    sz = sizeof epoch;
-    (void)mallctl("epoch", NULL, NULL, &epoch, sz);
+    (void)mallctl("epoch", NULL, NULL, &epoch, sizeof epoch);
     sz = sizeof(size_t);
     snprintf(name, sizeof name, "stats.arenas.%u.small.allocated", a->index);
     if (mallctl(name, &small, &sz, NULL, 0) != 0)

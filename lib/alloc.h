@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * alloc.h - the pool's memory: a private jemalloc arena, and type-stable
- * freelists of fixed-size records carved from slabs.  Private.
+ * alloc.h - the pool's memory: a private jemalloc arena (when the process
+ * has jemalloc) or the C allocator, and type-stable freelists of
+ * fixed-size records carved from slabs.  Private.
  */
 #ifndef RP_ALLOC_H
 #define RP_ALLOC_H
@@ -11,20 +12,48 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* A jemalloc arena of the pool's own, so its statistics are exact whoever
- * owns malloc.  Falls back to the C allocator when jemalloc refuses (and
- * under AddressSanitizer, so ASan sees every allocation). */
+/*
+ * The pool's own allocator: a private jemalloc arena when the process has
+ * jemalloc, else the C allocator.  The library never links jemalloc (a
+ * scheduler library must not choose its host's malloc, and jemalloc's
+ * initial-exec TLS would make dlopen() of the library fail); it reaches
+ * jemalloc's mallocx/sdallocx/mallctl through weak references, which the
+ * dynamic linker binds when the program (or LD_PRELOAD) brought jemalloc,
+ * and leaves NULL otherwise.  The static library behaves the same: the
+ * references bind when the program links jemalloc.
+ *
+ *   jemalloc mode  arenas.create gave a private arena: records come from
+ *                  mallocx(MALLOCX_ARENA | MALLOCX_TCACHE_NONE), and
+ *                  rp__arena_allocated() reports the arena's exact bytes
+ *                  (stats.arenas.<i>.small+large.allocated) whoever owns
+ *                  malloc.
+ *   fallback       no jemalloc in the process, jemalloc refused a new
+ *                  arena, or AddressSanitizer (so ASan sees every
+ *                  allocation): aligned_alloc/free, and
+ *                  rp__arena_allocated() reports 0 (no statistics).
+ *
+ * The mode is chosen once, in rp__arena_create(), and kept until
+ * rp__arena_destroy(): every block goes back to the allocator it came from.
+ */
 typedef struct rp__arena {
-    unsigned index;
-    bool private_arena;
+    unsigned index;     /* jemalloc arena index, when private_arena */
+    bool private_arena; /* jemalloc mode */
 } rp__arena;
 
-int rp__arena_create(rp__arena *a);
+/* Choose the mode (above) and, in jemalloc mode, create the arena.  Cannot
+ * fail: when jemalloc is absent or refuses, the arena is the C allocator.
+ * Thread-safe (on distinct arenas). */
+void rp__arena_create(rp__arena *a);
+/* Destroy a private arena (every block must have been freed); no-op in
+ * the fallback.  Leaves *a in the fallback mode. */
 void rp__arena_destroy(rp__arena *a);
-/* Zeroed, aligned memory; NULL when out of memory. */
+/* Zeroed, aligned memory (align: a power of two); NULL when out of memory.
+ * Thread-safe. */
 void *rp__arena_alloc(const rp__arena *a, size_t size, size_t align);
+/* Free what rp__arena_alloc(a, size, align) returned; p may be NULL. */
 void rp__arena_free(const rp__arena *a, void *p, size_t size, size_t align);
-/* Bytes the arena has handed out and not taken back (0 when not jemalloc). */
+/* Bytes the private arena has handed out and not taken back, from
+ * jemalloc's statistics; 0 in the fallback.  Thread-safe. */
 size_t rp__arena_allocated(const rp__arena *a);
 
 /*

@@ -1611,7 +1611,7 @@ static int64_t cpu_ns(void)
 static void burn_job(rp_job_ctx *ctx, void *arg)
 {
     int64_t t0 = mono_ns(), c0 = cpu_ns();
-    volatile uint64_t x = 0;
+    volatile uint64_t x __attribute__((unused)) = 0; /* a sink: clang 14 -Wunused-but-set-variable */
 
     (void)arg;
     while (cpu_ns() - c0 < 15000000)

@@ -73,7 +73,7 @@ void tp_job(rp_job_ctx *ctx, void *arg)
     tp_state *s = arg;
     if (!s || s->magic != TP_MAGIC)
         return; /* cannot count it anywhere: fini will show too few runs */
-    volatile unsigned sink = 0;
+    volatile unsigned sink __attribute__((unused)) = 0; /* clang 14: set, never read */
     for (unsigned i = 0; i < s->spin; i++)
         sink += i;
     if (!ctx || rp_job_routee(ctx) < 0 || rp_job_pool(ctx) == NULL)

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dlopen.c - load the installed libroutepool.so.0.1 at run time, the way
- * Python's ctypes or a plugin host does, and run jobs through it: create a
- * pool, submit 1000 jobs, wait for them, check every one ran, destroy.
+ * a plugin host does, and run jobs through it: create a pool, submit 1000
+ * jobs, wait for them, check every one ran, destroy.
  *
  *   dlopen LIBRARY_PATH      exit 0 on success, 1 with a message otherwise
  *
- * Built without routepool's headers' link-time symbols: everything goes
- * through dlsym().  README "Loading the library with dlopen()" says what
- * the process needs for the load to succeed (tests/install/run.sh runs
- * this with each of the documented start-up settings).
+ * Built without routepool's link-time symbols (everything goes through
+ * dlsym()) and without jemalloc, and run with no environment setting
+ * (tests/install/run.sh): the library must load anywhere (README "Loading
+ * the library with dlopen()").  With no jemalloc in the process the pool
+ * uses the C allocator, and its metrics report memory_bytes 0 (lib/alloc.h);
+ * the consumer checks that too.
  */
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -42,6 +44,9 @@ int main(int argc, char **argv)
     int (*submit)(rp_pool *, rp_job_fn, void *);
     int (*wait_idle)(rp_pool *, int);
     void (*destroy)(rp_pool *);
+    int (*snapshot)(rp_pool *, rp_metrics *);
+    void (*release)(rp_metrics *);
+    rp_metrics m;
     rp_pool_options o;
     rp_pool *pool;
     void *h;
@@ -59,6 +64,12 @@ int main(int argc, char **argv)
     LOOKUP(h, submit, "rp_pool_submit");
     LOOKUP(h, wait_idle, "rp_pool_wait_idle");
     LOOKUP(h, destroy, "rp_pool_destroy");
+    LOOKUP(h, snapshot, "rp_metrics_snapshot");
+    LOOKUP(h, release, "rp_metrics_release");
+    if (dlsym(RTLD_DEFAULT, "mallctl")) {
+        fprintf(stderr, "dlopen consumer: jemalloc is in the process; this test needs none\n");
+        return 1;
+    }
     options_init(&o);
     o.routees = 2;
     if (create(&pool, &o) != 0) {
@@ -74,8 +85,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "dlopen consumer: %d of 1000 jobs ran\n", atomic_load(&ran));
         return 1;
     }
+    if (snapshot(pool, &m) != 0 || m.memory_bytes != 0) {
+        fprintf(stderr, "dlopen consumer: without jemalloc memory_bytes must be 0, is %llu\n",
+                (unsigned long long)m.memory_bytes);
+        return 1;
+    }
+    release(&m);
     destroy(pool);
     dlclose(h);
-    printf("dlopen consumer: 1000 of 1000 jobs ran\n");
+    printf("dlopen consumer: 1000 of 1000 jobs ran; no jemalloc, C allocator, memory_bytes 0\n");
     return 0;
 }

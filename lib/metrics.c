@@ -300,7 +300,7 @@ static void pool_level(const page *pg)
                 "Jobs the pool's mailboxes accepted (queued, or dropped under drop-new).",
                 offsetof(rp_metrics, submitted));
     pool_family(pg, "routepool_pool_memory_bytes", "gauge",
-                "Bytes allocated in the pool's private jemalloc arena.",
+                "Bytes allocated in the pool's private jemalloc arena; 0 when the program runs without jemalloc.",
                 offsetof(rp_metrics, memory_bytes));
 }
 

@@ -34,7 +34,7 @@ static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd"
  * become '?'. */
 static void xml_text(FILE *f, const char *s)
 {
-    const bool utf8 = tune_utf8_valid(s);
+    const bool utf8 = cli_utf8_valid(s);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if (*p == '&')
             fputs("&amp;", f);

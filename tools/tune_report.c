@@ -177,11 +177,16 @@ static void say_invalid(tune_pick *out, const tune_meta *m)
                  m->cfg->max_load);
         return;
     }
+    char thin[128] = "", starved[128] = "";
     tune_fmt_count(q, sizeof q, tune_min_samples(0.99));
+    if (out->thin)
+        snprintf(thin, sizeof thin, "; %zu completed fewer than %s sojourns, too few for a p99 "
+                 "(lengthen --duration)", out->thin, q);
+    if (out->starved)
+        snprintf(starved, sizeof starved, "; %zu were starved of CPU (the machine was busy with "
+                 "other work)", out->starved);
     snprintf(out->sentence, sizeof out->sentence,
-             "No recommendation: no cell measured enough to hold (%zu with fewer than %s "
-             "sojourns, too few for a p99: lengthen --duration; %zu starved of CPU: the "
-             "machine was busy, or the jobs never ran).", out->thin, q, out->starved);
+             "No recommendation: no cell's measurement holds%s%s.", thin, starved);
 }
 
 /* After an interrupted sweep, the sentence says what it came from (a

@@ -13,6 +13,8 @@
  *                   sojourn histograms, depth sampling, CPU time, steals
  *   tune_report.c   the table, the recommendation, --csv and --json
  *   tune_plot.c     --plot: the SVG
+ *   cli.c           what the tools share: option, number and list
+ *                   parsing, output files (- is stdout), JSON strings
  *
  * Like every tool it uses the public routepool headers only (STYLE.md).
  */
@@ -239,7 +241,8 @@ void tune_workload_label(char *buf, size_t len, const tune_cfg *cfg);
 void tune_print_header(FILE *f, const tune_meta *m);
 void tune_print_table(FILE *f, const tune_result *res, size_t n, const tune_pick *pick,
                       const tune_meta *m);
-/** The warnings about what was left out of the recommendation, if any. */
+/** The warnings about what was left out of the recommendation, if any
+ *  (rp-tune prints them on stderr), and a wide --repeat spread. */
 void tune_print_warnings(FILE *f, const tune_result *res, size_t n, const tune_meta *m);
 /** Write --csv / --json / --plot; false after a message on a write error. */
 bool tune_write_csv(FILE *f, const tune_result *res, size_t n, const tune_meta *m);

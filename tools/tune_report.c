@@ -13,6 +13,14 @@
  * offered rate (at least 95% of the window's arrivals): what one completed
  * beyond another is backlog at the window's edges, not capacity, so there
  * "within 5% of the best" means "kept up".
+ *
+ * Only cells whose measurement holds take part (tune.h): enough sojourns
+ * for a p99 (TUNE_TAIL_SAMPLES beyond it), a pool that got at least
+ * TUNE_STARVED of the CPU its built-in jobs asked for, and a load average
+ * at the start no higher than --max-load.  A percentile without enough
+ * samples is shown as '-' (JSON null, CSV empty), never as a number; what
+ * was left out is said in warnings (stderr) and in the sentence, which
+ * also says when it comes from an interrupted, partial sweep.
  */
 #include <math.h>
 #include <string.h>
@@ -183,8 +191,8 @@ static void say_invalid(tune_pick *out, const tune_meta *m)
         snprintf(thin, sizeof thin, "; %zu completed fewer than %s sojourns, too few for a p99 "
                  "(lengthen --duration)", out->thin, q);
     if (out->starved)
-        snprintf(starved, sizeof starved, "; %zu were starved of CPU (the machine was busy with "
-                 "other work)", out->starved);
+        snprintf(starved, sizeof starved, "; %zu %s starved of CPU (the machine was busy with "
+                 "other work)", out->starved, out->starved == 1 ? "was" : "were");
     snprintf(out->sentence, sizeof out->sentence,
              "No recommendation: no cell's measurement holds%s%s.", thin, starved);
 }

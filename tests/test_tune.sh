@@ -302,7 +302,7 @@ ok "SIGTERM prints and writes the partial results, calls fini and exits 143"
   --json "$work/thin.json" >"$work/thin.txt" 2>"$work/thin.err" || fail "thin: exit status $?"
 grep -q '^No recommendation: ' "$work/thin.txt" || fail "thin: $(cat "$work/thin.txt")"
 if grep -q 'recommended$' "$work/thin.txt"; then fail "thin: a row is recommended: $(cat "$work/thin.txt")"; fi
-grep -q 'too few jobs$' "$work/thin.txt" || fail "thin: the row is not marked: $(cat "$work/thin.txt")"
+grep -q '  round-robin .*  too few jobs' "$work/thin.txt" || fail "thin: the row is not marked: $(cat "$work/thin.txt")"
 grep -q '^warning: 1 of 1 cells completed fewer than 1000 sojourns' "$work/thin.err" \
   || fail "thin: no warning: $(cat "$work/thin.err")"
 "$python" - "$work/thin.json" <<'EOF' || fail "thin: JSON"

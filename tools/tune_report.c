@@ -321,19 +321,30 @@ static void fmt_pct(char *buf, size_t len, const tune_result *r, double q, doubl
         snprintf(buf, len, "-");
 }
 
-/* Why a row is not what it seems: fell behind, too few jobs, starved. */
-static const char *row_note(const tune_result *r)
+/* Why a row is not what it seems: too few jobs, starved, fell behind
+ * (as many as apply, in that order). */
+static void row_note(char *buf, size_t len, const tune_result *r)
 {
-    if (tune_starved(r))
-        return "  starved";
+    const char *notes[3];
+    size_t n = 0, used = 0;
     if (!tune_pct_valid(r, 0.99))
-        return "  too few jobs";
-    return r->overloaded ? "  fell behind" : "";
+        notes[n++] = "too few jobs";
+    if (tune_starved(r))
+        notes[n++] = "starved";
+    if (r->overloaded)
+        notes[n++] = "fell behind";
+    buf[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        const int w = snprintf(buf + used, len - used, "%s%s", i ? ", " : "  ", notes[i]);
+        if (w < 0 || used + (size_t)w >= len)
+            break;
+        used += (size_t)w;
+    }
 }
 
 static void print_row(FILE *f, const tune_result *r, bool picked, bool spreads)
 {
-    char thr[32], p50[32], p99[32], p999[32], imb[16], spr[32] = "";
+    char thr[32], p50[32], p99[32], p999[32], imb[16], spr[32] = "", note[48];
     tune_fmt_count(thr, sizeof thr, r->throughput);
     fmt_pct(p50, sizeof p50, r, 0.5, r->p50_us);
     fmt_pct(p99, sizeof p99, r, 0.99, r->p99_us);
@@ -345,8 +356,9 @@ static void print_row(FILE *f, const tune_result *r, bool picked, bool spreads)
     if (spreads)
         snprintf(spr, sizeof spr, " %5.0f%% %5.0f%%", 100 * r->thr_spread, 100 * r->p99_spread);
     const double stolen = r->jobs ? 100.0 * (double)r->stolen / (double)r->jobs : 0;
+    row_note(note, sizeof note, r);
     fprintf(f, "%5u  %-23s %11s %10s %10s %10s %5.0f%% %9s %6.1f%%%s%s%s\n", r->size,
-            r->router.name, thr, p50, p99, p999, 100 * r->cpu, imb, stolen, spr, row_note(r),
+            r->router.name, thr, p50, p99, p999, 100 * r->cpu, imb, stolen, spr, note,
             picked ? "  <- recommended" : "");
 }
 

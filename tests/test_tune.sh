@@ -37,7 +37,11 @@
 # (a neighbour took the CPUs) votes for neither and is run again, five runs
 # at most.  In sanitizer builds (BUILD_KIND asan or tsan), where
 # instrumentation distorts the timings it compares, it only checks that
-# the run completes.
+# the run completes; for the same reason section 4 holds the imbalance of
+# two smallest-mailbox routees below 1.5 in plain builds only (below 2,
+# all on one routee, in sanitizer builds), and section 9 runs in plain
+# builds only.  A run where every cell is starved or too thin (a machine
+# too busy to measure) must say so and recommend nothing (section 4).
 set -euo pipefail
 
 if [ $# -ne 4 ]; then
@@ -206,7 +210,7 @@ fi
 
 "$tune" --cost uniform:1 --sizes 1,2 --duration 0.3 --csv "$work/t.csv" --json "$work/t.json" \
   --plot "$work/t.svg" >"$work/table.txt" || fail "rp-tune --cost uniform:1"
-"$python" - "$work/t.csv" "$work/t.json" "$work/t.svg" "$work/table.txt" <<'EOF' || fail "outputs"
+"$python" - "$work/t.csv" "$work/t.json" "$work/t.svg" "$work/table.txt" "$kind" <<'EOF' || fail "outputs"
 import csv, json, sys, xml.dom.minidom
 
 routers = ["round-robin", "random", "smallest-mailbox", "smallest-mailbox+steal"]
@@ -246,12 +250,15 @@ else:
 
 # Low imbalance: one routee is even by definition; with two, the routers
 # that look at the mailboxes keep the deepest below the midpoint between
-# even (1) and all on one routee (2).
+# even (1) and all on one routee (2).  That is a measurement: in sanitizer
+# builds, whose instrumentation distorts timings (see the top), only its
+# range is checked (TSan measured 1.54 on a busy machine).
 for c in cells:
     if c["size"] == 1:
         assert c["imbalance"] == 1, c
     elif c["router"].startswith("smallest-mailbox"):
-        assert c["imbalance"] is not None and 1 <= c["imbalance"] < 1.5, c
+        top = 1.5 if sys.argv[5] == "plain" else 2
+        assert c["imbalance"] is not None and 1 <= c["imbalance"] <= top, c
 
 svg = xml.dom.minidom.parse(sys.argv[3]).documentElement
 assert svg.tagName == "svg" and svg.getAttribute("xmlns") == "http://www.w3.org/2000/svg"

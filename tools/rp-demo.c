@@ -5,12 +5,16 @@
  * The workload is fixed by a seed: 90% of the jobs spin the CPU for about
  * 1 us, 10% for about 100 us (mean ~10.9 us, the bimodal mix of
  * docs/choosing-a-router.md).  Each router gets a fresh pool of N routees and
- * the same jobs, submitted by one thread at a paced rate (--load percent of
- * what the routees' CPUs can do) or as fast as possible (--load 0).  While
+ * the same jobs, submitted by one thread at a paced rate (--load: a fraction
+ * of what the routees' CPUs can do, as in rp-tune) or as fast as possible
+ * (--load 0).  While
  * submitting, the demo samples rp_routee_depth() to record the deepest
  * mailbox of each routee.  Every job records how long it waited in its
  * mailbox and counts itself on the routee that ran it, so the demo can prove
  * that nothing was lost, run twice or handed back.
+ *
+ * The command line speaks rp-tune's language (cli.c): --routees for the
+ * pool size, --load as a fraction (or a percent written 80%), --version.
  *
  * Uses the public headers only, like every tool (STYLE.md).
  */
@@ -28,6 +32,7 @@
 
 #include <jemalloc/jemalloc.h>
 
+#include "cli.h"
 #include "routepool/routepool.h"
 
 /* Exit codes, listed in --help. */
@@ -40,7 +45,8 @@ enum {
 #define DEFAULT_ROUTEES 4u
 #define DEFAULT_JOBS 20000u
 #define DEFAULT_SEED 1u
-#define DEFAULT_LOAD 80u
+#define DEFAULT_LOAD 0.8
+#define LOAD_MAX 2.0
 #define JOBS_MAX 10000000u
 #define LIGHT_US 1u
 #define HEAVY_US 100u
@@ -87,7 +93,7 @@ typedef struct demo_cfg {
     size_t routees;
     size_t jobs;
     uint64_t seed;
-    unsigned load;     /* percent of capacity; 0: as fast as possible */
+    double load;       /* fraction of capacity; 0: as fast as possible */
     bool steal;        /* rp_pool_options.steal */
     size_t cpus;       /* CPUs the routees can use: min(routees, online) */
     double mean_us;    /* mean job cost of the generated workload */
@@ -245,7 +251,7 @@ static int two_choices_pick(void *user, rp_route_state *state, rp_routee *const 
 static void usage(FILE *f)
 {
     fprintf(f,
-        "Usage: rp-demo [--routees N] [--jobs N] [--seed S] [--load PCT] [--no-steal]\n"
+        "Usage: rp-demo [--routees N] [--jobs N] [--seed S] [--load F] [--no-steal]\n"
         "\n"
         "Push a mixed-cost workload (%u%% of jobs spin ~%u us, %u%% spin ~%u us; which\n"
         "is which follows from the seed) through each routepool router, each on a\n"
@@ -260,108 +266,84 @@ static void usage(FILE *f)
         "weighted (routee i has weight i+1) and a custom strategy, two-choices (two\n"
         "routees drawn at random, the one with less queued work wins).\n"
         "\n"
-        "Options:\n"
-        "  -r, --routees N   routees (threads) per pool, 1..%u (default %u)\n"
-        "  -j, --jobs N      jobs per router, 1..%u (default %u)\n"
-        "  -s, --seed S      seed of the workload and of the random routers,\n"
+        "Options (spelled as in rp-tune):\n"
+        "  -n, --routees N   routees (threads) per pool, 1..%u (default %u)\n"
+        "      --jobs N      jobs per router, 1..%u (default %u)\n"
+        "      --seed S      seed of the workload and of the random routers,\n"
         "                    0..18446744073709551615 (default %u)\n"
-        "  -l, --load PCT    submit at PCT%% of what the routees' CPUs can run\n"
-        "                    (min(N, online CPUs) of them), 0..100 (default %u);\n"
-        "                    0 submits as fast as possible\n"
+        "  -l, --load F      submit at F x what the routees' CPUs can run\n"
+        "                    (min(N, online CPUs) of them), 0 <= F <= %g (default %g);\n"
+        "                    a percent works too (80%% = 0.8); 0 submits as fast as\n"
+        "                    possible\n"
         "      --no-steal    turn work stealing off (rp_pool_options.steal), to see\n"
         "                    what each router does on its own\n"
         "  -h, --help        print this help and exit\n"
+        "  -V, --version     print the version and the library's and exit\n"
         "\n"
         "Exit status:\n"
         "  0  every job ran exactly once (broadcast: once per routee)\n"
         "  1  a routepool call failed (the message names the call and the reason)\n"
-        "  2  bad command line\n"
+        "  2  bad command line (the message names the option)\n"
         "  3  a job went missing, ran twice, ran on no routee, was handed back, or a\n"
         "     consistent-hash key ran on two routees\n",
         (1000u - HEAVY_PERMILLE) / 10u, LIGHT_US, HEAVY_PERMILLE / 10u, HEAVY_US, NKEYS,
-        RP_ROUTEES_MAX, DEFAULT_ROUTEES, JOBS_MAX, DEFAULT_JOBS, DEFAULT_SEED, DEFAULT_LOAD);
+        RP_ROUTEES_MAX, DEFAULT_ROUTEES, JOBS_MAX, DEFAULT_JOBS, DEFAULT_SEED, LOAD_MAX,
+        DEFAULT_LOAD);
 }
 
-/* Parse a decimal unsigned number in [min, max]; complain and return false
- * otherwise (no sign, no spaces, no hex: exactly digits). */
-static bool parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-    bool digits = s[0] != '\0';
-    for (const char *p = s; *p; p++)
-        digits = digits && *p >= '0' && *p <= '9';
-    errno = 0;
-    const unsigned long long v = digits ? strtoull(s, NULL, 10) : 0;
-    if (!digits || errno == ERANGE || v < min || v > max) {
-        fprintf(stderr, "rp-demo: %s: expected a whole number in %" PRIu64 "..%" PRIu64
-                ", got '%s'\nTry 'rp-demo --help'.\n", opt, min, max, s);
-        return false;
-    }
-    *out = (uint64_t)v;
-    return true;
-}
+enum { OPT_JOBS = 256, OPT_SEED, OPT_NO_STEAL };
 
-static void bad_option(int c, char *const argv[])
-{
-    const char *opt = argv[optind - 1];
-    if (c == ':')
-        fprintf(stderr, "rp-demo: option '%s' needs a value\n", opt);
-    else if (optopt != 0)
-        fprintf(stderr, "rp-demo: unknown option '-%c'\n", optopt);
-    else
-        fprintf(stderr, "rp-demo: unknown option '%s'\n", opt);
-    fprintf(stderr, "Try 'rp-demo --help'.\n");
-}
+static const struct option longopts[] = {
+    {"routees", required_argument, NULL, 'n'}, {"jobs", required_argument, NULL, OPT_JOBS},
+    {"seed", required_argument, NULL, OPT_SEED}, {"load", required_argument, NULL, 'l'},
+    {"no-steal", no_argument, NULL, OPT_NO_STEAL}, {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},        {NULL, 0, NULL, 0}};
 
-/* Name and range of a numeric option. */
-static void option_range(int c, const char **name, uint64_t *min, uint64_t *max)
+/* One option with a value; false after a message naming it. */
+static bool parse_value(int c, const char *v, demo_cfg *cfg)
 {
+    uint64_t u;
     switch (c) {
-    case 'r': *name = "--routees"; *min = 1; *max = RP_ROUTEES_MAX; break;
-    case 'j': *name = "--jobs"; *min = 1; *max = JOBS_MAX; break;
-    case 'l': *name = "--load"; *min = 0; *max = 100; break;
-    default: *name = "--seed"; *min = 0; *max = UINT64_MAX; break;
+    case 'l': return cli_parse_fraction("--load", v, 0, false, LOAD_MAX, &cfg->load);
+    case OPT_SEED: return cli_parse_u64("--seed", v, 0, UINT64_MAX, &cfg->seed);
+    case 'n':
+        if (!cli_parse_u64("--routees", v, 1, RP_ROUTEES_MAX, &u))
+            return false;
+        cfg->routees = (size_t)u;
+        return true;
+    default:
+        if (!cli_parse_u64("--jobs", v, 1, JOBS_MAX, &u))
+            return false;
+        cfg->jobs = (size_t)u;
+        return true;
     }
 }
 
 /* Returns -1 to go on, or an exit code. */
 static int parse_args(int argc, char *argv[], demo_cfg *cfg)
 {
-    static const struct option longopts[] = {
-        {"routees", required_argument, NULL, 'r'}, {"jobs", required_argument, NULL, 'j'},
-        {"seed", required_argument, NULL, 's'},    {"load", required_argument, NULL, 'l'},
-        {"no-steal", no_argument, NULL, 'S'},      {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    const char *name;
-    uint64_t v, min, max;
     int c;
+    cli_init("rp-demo");
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":r:j:s:l:h", longopts, NULL)) != -1) {
-        if (c == 'h') {
-            usage(stdout);
+    while ((c = getopt_long(argc, argv, ":n:l:hV", longopts, NULL)) != -1) {
+        if (c == 'h' || c == 'V') {
+            if (c == 'h')
+                usage(stdout);
+            else
+                cli_print_version();
             return EXIT_SUCCESS;
         }
         if (c == ':' || c == '?') {
-            bad_option(c, argv);
+            cli_bad_option(c, argv, longopts);
             return EXIT_USAGE;
         }
-        if (c == 'S') {
+        if (c == OPT_NO_STEAL)
             cfg->steal = false;
-            continue;
-        }
-        option_range(c, &name, &min, &max);
-        if (!parse_u64(name, optarg, min, max, &v))
+        else if (!parse_value(c, optarg, cfg))
             return EXIT_USAGE;
-        if (c == 'r')
-            cfg->routees = (size_t)v;
-        else if (c == 'j')
-            cfg->jobs = (size_t)v;
-        else if (c == 'l')
-            cfg->load = (unsigned)v;
-        else
-            cfg->seed = v;
     }
     if (optind < argc) {
-        fprintf(stderr, "rp-demo: unexpected argument '%s'\nTry 'rp-demo --help'.\n", argv[optind]);
+        cli_usage_error("unexpected argument '%s'", argv[optind]);
         return EXIT_USAGE;
     }
     return -1;
@@ -389,10 +371,9 @@ static uint64_t build_jobs(demo_job *jobs, const demo_cfg *cfg, demo_run *run, u
  * A broadcast job costs one run per routee. */
 static uint64_t submit_gap_ns(const demo_cfg *cfg, size_t copies)
 {
-    if (cfg->load == 0)
+    if (cfg->load <= 0)
         return 0;
-    return (uint64_t)(cfg->mean_us * 1e3 * (double)copies * 100.0 /
-                      ((double)cfg->cpus * (double)cfg->load));
+    return (uint64_t)(cfg->mean_us * 1e3 * (double)copies / ((double)cfg->cpus * cfg->load));
 }
 
 /* ---- one router ---- */
@@ -694,8 +675,9 @@ static void print_header(const demo_cfg *cfg, uint64_t work_us, uint64_t iters_p
     if (cfg->load == 0)
         printf("submitting: as fast as one thread can (--load 0)\n");
     else
-        printf("submitting: at %u%% load, one job every %.2f us (broadcast: every %.2f us)\n",
-               cfg->load, (double)submit_gap_ns(cfg, 1) / 1e3,
+        printf("submitting: at load %g (%g%% of the routees' CPUs), one job every %.2f us "
+               "(broadcast: every %.2f us)\n", cfg->load, 100 * cfg->load,
+               (double)submit_gap_ns(cfg, 1) / 1e3,
                (double)submit_gap_ns(cfg, cfg->routees) / 1e3);
 }
 

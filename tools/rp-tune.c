@@ -7,14 +7,19 @@
  * every pool size and router of the sweep (a "cell"), prints a table of
  * throughput, sojourn percentiles, CPU utilisation, mailbox imbalance and
  * jobs stolen, and recommends the smallest pool within 5% of the best
- * throughput (meeting an optional p99 target), with the reason.
+ * throughput (meeting an optional p99 target), with the reason - but only
+ * from cells whose numbers hold (enough samples, a pool that got the CPU,
+ * a machine not already busy at start: tune.h).
  *
  * This file is the sweep: settings, the optional capacity run of the open
- * loop, the cells in order, the progress bar, Ctrl-C and the outputs.  The
- * parts are listed in tune.h; docs/tuning.md is the user's guide.
+ * loop, the cells in order, the progress bar, SIGINT/SIGTERM and the
+ * outputs.  The parts are listed in tune.h; docs/tuning.md is the user's
+ * guide.
  *
  * Uses the public headers only, like every tool (STYLE.md).
  */
+#include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,22 +33,41 @@
 
 volatile sig_atomic_t tune_interrupted;
 
-/* The first Ctrl-C finishes the sweep early (partial table); SA_RESETHAND
- * restores the default action, so a second one ends the process at once. */
-static void on_sigint(int sig)
+/* The first SIGINT (Ctrl-C) or SIGTERM (a cancelled CI job, timeout(1))
+ * finishes the sweep early (partial table); SA_RESETHAND restores the
+ * default action, so a second one of the same signal ends the process at
+ * once. */
+static void on_signal(int sig)
 {
-    (void)sig;
-    tune_interrupted = 1;
+    tune_interrupted = sig;
 }
 
-static void install_sigint(void)
+static void install_handlers(void)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
+    sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESETHAND;
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* The 1-minute load average; RP_TUNE_LOADAVG replaces it (for tests: a
+ * busy machine on demand).  < 0 when unknown. */
+static double load_average(void)
+{
+    const char *fake = getenv("RP_TUNE_LOADAVG");
+    if (fake) {
+        char *end;
+        errno = 0;
+        const double v = strtod(fake, &end);
+        if (end != fake && *end == '\0' && errno == 0 && isfinite(v) && v >= 0)
+            return v;
+        fprintf(stderr, "rp-tune: ignoring RP_TUNE_LOADAVG='%s': not a load average\n", fake);
+    }
+    double avg[1];
+    return getloadavg(avg, 1) == 1 ? avg[0] : -1;
 }
 
 /* ---- progress bar: stderr, only when it is a terminal ---- */
@@ -99,21 +123,15 @@ static int run_one(sweep *s, unsigned size, const tune_router *r, const tune_dri
     return rc;
 }
 
-static int cmp_double(const void *a, const void *b)
+/* (max - min) / median of v[0..n) (sorted), 0 when the median is 0. */
+static double spread(const double *v, size_t n, double median)
 {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median of n values (sorts them). */
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return median > 0 ? (v[n - 1] - v[0]) / median : 0;
 }
 
 /* Each number of one cell is the median of its runs, taken on its own (as
- * bench/ does); the cell fell behind when most of its runs did. */
+ * bench/ does); the cell fell behind when most of its runs did.  The
+ * spread of throughput and p99 says how far the rounds disagreed. */
 static void cell_median(tune_result *out, const tune_result *runs, size_t stride, size_t n)
 {
     double v[TUNE_REPEAT_MAX];
@@ -123,14 +141,18 @@ static void cell_median(tune_result *out, const tune_result *runs, size_t stride
     do {                                             \
         for (size_t r_ = 0; r_ < n; r_++)            \
             v[r_] = (double)runs[r_ * stride].field; \
-        out->field = (type)median(v, n);             \
+        out->field = (type)cli_median(v, n);         \
     } while (0)
     MEDIAN_OF(throughput, double);
-    MEDIAN_OF(p50_us, double);
+    out->thr_spread = spread(v, n, out->throughput);
     MEDIAN_OF(p99_us, double);
+    out->p99_spread = spread(v, n, out->p99_us);
+    MEDIAN_OF(p50_us, double);
     MEDIAN_OF(p999_us, double);
     MEDIAN_OF(mean_us, double);
     MEDIAN_OF(cpu, double);
+    MEDIAN_OF(cpu_demand, double);
+    MEDIAN_OF(samples, uint64_t);
     MEDIAN_OF(imbalance, double);
     MEDIAN_OF(jobs, uint64_t);
     MEDIAN_OF(arrivals, uint64_t);
@@ -162,7 +184,7 @@ static int measure_capacity(sweep *s)
             return rc;
         thr[i] = r.throughput;
     }
-    const double capacity = median(thr, s->cfg->repeat);
+    const double capacity = cli_median(thr, s->cfg->repeat);
     if (capacity <= 0) {
         fprintf(stderr, "rp-tune: the capacity run completed no job in %.2g s: "
                         "lengthen --duration or give --rate\n", d.duration_s);
@@ -185,7 +207,7 @@ static void setup(sweep *s, tune_cfg *cfg)
                             .cpus = cfg->cpus, .tick = progress_tick, .tick_user = &s->prog};
     s->meta = (tune_meta){.cfg = cfg, .open = open, .rate = cfg->rate,
                           .clients = s->drive.clients, .warmup_s = warm,
-                          .planned = cfg->nsizes * cfg->nrouters};
+                          .planned = cfg->nsizes * cfg->nrouters, .loadavg = load_average()};
     s->prog = (progress){.on = !cfg->quiet && isatty(STDERR_FILENO),
                          .total = (s->meta.planned + (cfg->load > 0)) * cfg->repeat,
                          .cell_s = warm + cfg->duration_s + CELL_OVERHEAD_S};
@@ -228,38 +250,48 @@ static int run_cells(sweep *s)
     return rc;
 }
 
-static bool write_outputs(const sweep *s, const tune_pick *pick)
+/* Write and close every output file; false when one failed (the message
+ * names it).  Every file is tried, whatever the others did. */
+static bool write_outputs(sweep *s, const tune_pick *pick)
 {
-    const tune_cfg *cfg = s->cfg;
-    const char *failed = NULL, *path = NULL;
-    if (cfg->csv && !tune_write_csv(cfg->csv, s->res, s->n))
-        failed = "--csv", path = cfg->csv_path;
-    if (cfg->json && !tune_write_json(cfg->json, &s->meta, s->res, s->n, pick))
-        failed = "--json", path = cfg->json_path;
-    if (cfg->plot && !tune_write_svg(cfg->plot, &s->meta, s->res, s->n, pick))
-        failed = "--plot", path = cfg->plot_path;
-    if (failed)
-        fprintf(stderr, "rp-tune: %s: writing '%s' failed\n", failed, path);
-    return failed == NULL;
+    tune_cfg *cfg = s->cfg;
+    bool ok = true;
+    if (cfg->csv.f)
+        tune_write_csv(cfg->csv.f, s->res, s->n, &s->meta);
+    ok = cli_output_close(&cfg->csv) && ok;
+    if (cfg->json.f)
+        tune_write_json(cfg->json.f, &s->meta, s->res, s->n, pick);
+    ok = cli_output_close(&cfg->json) && ok;
+    if (cfg->plot.f)
+        tune_write_svg(cfg->plot.f, &s->meta, s->res, s->n, pick);
+    ok = cli_output_close(&cfg->plot) && ok;
+    return ok;
 }
 
-/* The table (unless --quiet), the recommendation and the files. */
-static int report(const sweep *s, bool interrupted)
+/* The table (unless --quiet), the warnings, the recommendation and the
+ * files.  Exit status 130 after SIGINT, 143 after SIGTERM. */
+static int report(sweep *s, bool interrupted)
 {
+    FILE *out = s->cfg->out;
     tune_pick pick;
     tune_recommend(&pick, s->res, s->n, &s->meta);
     if (interrupted)
-        printf("interrupted: %zu of %zu cells measured, %u of %u rounds\n\n", s->n,
-               s->meta.planned, s->n ? s->meta.rounds : 0, s->cfg->repeat);
+        fprintf(out, "interrupted by %s: %zu of %zu cells measured, %u of %u rounds\n\n",
+                tune_interrupted == SIGTERM ? "SIGTERM" : "SIGINT", s->n, s->meta.planned,
+                s->n ? s->meta.rounds : 0, s->cfg->repeat);
     if (!s->cfg->quiet && s->n > 0) {
-        tune_print_table(stdout, s->res, s->n, &pick);
-        printf("\n");
+        tune_print_table(out, s->res, s->n, &pick, &s->meta);
+        fputc('\n', out);
     }
-    printf("%s\n", pick.sentence);
-    fflush(stdout);
+    fflush(out);
+    tune_print_warnings(stderr, s->res, s->n, &s->meta);
+    fprintf(out, "%s\n", pick.sentence);
+    fflush(out);
     if (!write_outputs(s, &pick))
         return TUNE_EXIT_RUNTIME;
-    return interrupted ? TUNE_EXIT_INTERRUPTED : EXIT_SUCCESS;
+    if (!interrupted)
+        return EXIT_SUCCESS;
+    return tune_interrupted == SIGTERM ? TUNE_EXIT_TERMINATED : TUNE_EXIT_INTERRUPTED;
 }
 
 static int run(tune_cfg *cfg)
@@ -282,8 +314,8 @@ static int run(tune_cfg *cfg)
     if (rc == 0 && cfg->load > 0)
         rc = measure_capacity(&s);
     if (rc == 0 && !cfg->quiet) {
-        tune_print_header(stdout, &s.meta);
-        fflush(stdout);
+        tune_print_header(cfg->out, &s.meta);
+        fflush(cfg->out);
     }
     if (rc == 0)
         rc = run_cells(&s);
@@ -300,7 +332,7 @@ int main(int argc, char *argv[])
     tune_cfg cfg;
     int rc = tune_args_parse(&cfg, argc, argv);
     if (rc < 0) {
-        install_sigint();
+        install_handlers();
         rc = run(&cfg);
     }
     tune_args_release(&cfg); /* calls the plugin's fini, once, after the last job */

@@ -13,6 +13,8 @@
  *                   sojourn histograms, depth sampling, CPU time, steals
  *   tune_report.c   the table, the recommendation, --csv and --json
  *   tune_plot.c     --plot: the SVG
+ *   cli.c           what the tools share: option, number and list
+ *                   parsing, output files (- is stdout), JSON strings
  *
  * Like every tool it uses the public routepool headers only (STYLE.md).
  */
@@ -25,19 +27,34 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cli.h"
 #include "routepool/routepool.h"
 
 /* Exit codes, listed in --help. */
 enum {
     TUNE_EXIT_RUNTIME = 1,       /* a routepool call, the plugin or an output file failed */
     TUNE_EXIT_USAGE = 2,         /* bad command line */
-    TUNE_EXIT_INTERRUPTED = 130  /* Ctrl-C: the partial results were printed */
+    TUNE_EXIT_INTERRUPTED = 130, /* SIGINT (Ctrl-C): the partial results were printed */
+    TUNE_EXIT_TERMINATED = 143   /* SIGTERM: the same */
 };
 
 #define TUNE_SIZES_MAX 64u
 #define TUNE_ROUTERS_MAX 8u
 #define TUNE_SPEC_MAX 128u   /* longest --cost text kept for display */
 #define TUNE_REPEAT_MAX 25u
+
+/* ---- what makes a measurement valid (docs/tuning.md, "When rp-tune
+ * recommends nothing") ---- */
+
+/** Sojourn samples a percentile q needs before it is shown or used: ten
+ *  beyond it (p50 20, p99 1,000, p99.9 10,000), so it is not one job's
+ *  luck.  A cell without enough for p99 is never recommended. */
+#define TUNE_TAIL_SAMPLES 10.0
+unsigned tune_min_samples(double q);
+/** A cell whose pool got less than this share of the CPU time its
+ *  built-in jobs asked for was starved (the machine was busy with other
+ *  work, or the jobs never ran): it is never recommended. */
+#define TUNE_STARVED 0.25
 
 /* ---- the job ---- */
 
@@ -129,9 +146,11 @@ typedef struct tune_cfg {
     double p99_ms;      /* target; 0: none */
     unsigned repeat;    /* rounds over every cell; each number is their median */
     uint64_t seed;
+    double max_load;    /* recommend nothing when the load average at start is above it */
     bool quiet;
-    const char *csv_path, *json_path, *plot_path;
-    FILE *csv, *json, *plot;  /* opened while parsing, so a bad path fails early */
+    cli_output csv, json, plot; /* opened while parsing, so a bad path fails early */
+    FILE *out;          /* the header, table and recommendation: stdout, or stderr
+                         * when an output file is standard output */
     tune_work work;
     unsigned cpus;      /* online CPUs */
 } tune_cfg;
@@ -150,7 +169,10 @@ typedef struct tune_result {
     tune_router router;
     double throughput;   /* jobs/s completed in the measured window */
     double p50_us, p99_us, p999_us, mean_us;  /* sojourn */
+    uint64_t samples;    /* sojourns behind the percentiles (arrived in the window) */
     double cpu;          /* process CPU time / (wall x online CPUs) */
+    double cpu_demand;   /* what the built-in jobs asked for, same unit; < 0: unknown */
+    double thr_spread, p99_spread; /* --repeat: (max - min) / median over the rounds */
     double imbalance;    /* mean max / mean mean sampled depth; < 0: none queued */
     uint64_t jobs;       /* completed in the window */
     uint64_t arrivals;   /* open loop: arrivals in the window */
@@ -158,6 +180,11 @@ typedef struct tune_result {
     uint64_t unfinished; /* open loop: still queued when the drain gave up */
     bool overloaded;     /* open loop: the pool could not keep up */
 } tune_result;
+
+/** Whether percentile q of r rests on enough samples to show. */
+bool tune_pct_valid(const tune_result *r, double q);
+/** Whether the cell got under TUNE_STARVED of the CPU its jobs asked for. */
+bool tune_starved(const tune_result *r);
 
 /** How a cell is driven. */
 typedef struct tune_drive {
@@ -173,11 +200,13 @@ typedef struct tune_drive {
     void *tick_user;
 } tune_drive;
 
-/** Set by the SIGINT handler; the cell under way stops soon after. */
+/** Set by the SIGINT and SIGTERM handler to the signal; the cell under
+ *  way stops soon after. */
 extern volatile sig_atomic_t tune_interrupted;
 
 /** Run one cell.  Returns 0, TUNE_EXIT_RUNTIME after a message, or
- *  TUNE_EXIT_INTERRUPTED (the result is then incomplete). */
+ *  TUNE_EXIT_INTERRUPTED after SIGINT or SIGTERM (the result is then
+ *  incomplete). */
 int tune_cell_run(tune_result *out, const tune_work *work, unsigned size,
                   const tune_router *router, const tune_drive *drive);
 
@@ -187,7 +216,9 @@ int tune_cell_run(tune_result *out, const tune_work *work, unsigned size,
 typedef struct tune_pick {
     int index;          /* into the results; -1 when there is none */
     bool met_target;    /* false when a --p99 target was given and no cell meets it */
-    char sentence[640];
+    bool partial;       /* from an interrupted sweep */
+    size_t thin, starved; /* cells left out: too few samples, starved */
+    char sentence[768];
 } tune_pick;
 
 /** Context every report prints or embeds. */
@@ -201,15 +232,20 @@ typedef struct tune_meta {
     size_t planned;     /* cells planned; fewer results when interrupted */
     unsigned rounds;    /* rounds the results are medians of (fewer when interrupted) */
     bool complete;      /* every round of every cell ran */
+    double loadavg;     /* 1-minute load average at start; < 0: unknown */
 } tune_meta;
 
 void tune_recommend(tune_pick *out, const tune_result *res, size_t n, const tune_meta *m);
 /** Describe the workload in a few words ("bimodal:1,100,0.1 (mean 10.9 us)"). */
 void tune_workload_label(char *buf, size_t len, const tune_cfg *cfg);
 void tune_print_header(FILE *f, const tune_meta *m);
-void tune_print_table(FILE *f, const tune_result *res, size_t n, const tune_pick *pick);
+void tune_print_table(FILE *f, const tune_result *res, size_t n, const tune_pick *pick,
+                      const tune_meta *m);
+/** The warnings about what was left out of the recommendation, if any
+ *  (rp-tune prints them on stderr), and a wide --repeat spread. */
+void tune_print_warnings(FILE *f, const tune_result *res, size_t n, const tune_meta *m);
 /** Write --csv / --json / --plot; false after a message on a write error. */
-bool tune_write_csv(FILE *f, const tune_result *res, size_t n);
+bool tune_write_csv(FILE *f, const tune_result *res, size_t n, const tune_meta *m);
 bool tune_write_json(FILE *f, const tune_meta *m, const tune_result *res, size_t n,
                      const tune_pick *pick);
 bool tune_write_svg(FILE *f, const tune_meta *m, const tune_result *res, size_t n,
@@ -217,8 +253,6 @@ bool tune_write_svg(FILE *f, const tune_meta *m, const tune_result *res, size_t 
 
 /** Format a count with thousands separators: 1234567.8 -> "1,234,568". */
 void tune_fmt_count(char *buf, size_t len, double v);
-/** True when str is well-formed UTF-8 (JSON and XML need it). */
-bool tune_utf8_valid(const char *str);
 /** Format a duration given in microseconds: "850 ns", "12.3 us", "4.56 ms". */
 void tune_fmt_us(char *buf, size_t len, double us);
 

@@ -18,7 +18,13 @@
  * GENERATORS_MAX), each pinned: a single one, preempted by the routee it
  * just woke, waits on that CPU while another idles (docs/performance.md
  * measured 10% of such arrivals over 60 us late).  Each arrival is claimed
- * once by a compare-and-swap on `next`.
+ * once by a compare-and-swap on `next`.  A routee submits at most
+ * PUMP_ROUTEE_MAX arrivals after each job: under overload an uncapped
+ * routee would spend its time submitting the backlog instead of running
+ * it, and the table would measure the generator, not the pool.  What is
+ * left unclaimed when the window is over and the drain limit passes is
+ * claimed at once by the driving thread and charged like an aborted job
+ * (unfinished, its wait so far in the percentiles).
  *
  * Accounting is per routee and single-writer: only routee i's thread writes
  * acc[i] (relaxed load + store, no read-modify-write), the driving thread
@@ -51,6 +57,9 @@
 #define TICK_NS 100000000       /* progress callback period */
 #define ARRIVALS_MAX ((size_t)1 << 24)
 #define START_DELAY_NS 2000000  /* open loop: routees up and asleep, as in service */
+#define PUMP_ROUTEE_MAX 2       /* arrivals a routee submits after each job */
+#define PUMP_GENERATOR_MAX 64   /* per call of a generator, which calls again at once */
+#define CLAIM_POLL_NS 1000000   /* after the window: how often to look for unclaimed arrivals */
 #ifndef GENERATORS_MAX
 #define GENERATORS_MAX 4        /* open loop: one arrival generator per CPU, up to this */
 #endif
@@ -194,12 +203,12 @@ static void submit_failed(cell *c, int rc)
 
 static void open_job(rp_job_ctx *ctx, void *arg);
 
-/* Submit every arrival due at `now` that nobody claimed yet. */
-static void pump(cell *c, int64_t now)
+/* Submit up to max arrivals due at `now` that nobody claimed yet. */
+static void pump(cell *c, int64_t now, unsigned max)
 {
     size_t i = atomic_load_explicit(&c->next, memory_order_relaxed);
-    while (i < c->narrivals && c->t0 + c->arrivals[i] <= now &&
-           !atomic_load_explicit(&c->stopping, memory_order_relaxed)) {
+    for (unsigned sent = 0; sent < max && i < c->narrivals && c->t0 + c->arrivals[i] <= now &&
+                            !atomic_load_explicit(&c->stopping, memory_order_relaxed);) {
         /* The arrivals are immutable while the cell runs and submission
          * publishes the job: relaxed is enough to claim an index.  On
          * failure i is reloaded and checked again. */
@@ -209,6 +218,7 @@ static void pump(cell *c, int64_t now)
         const int rc = rp_pool_submit(c->pool, open_job, &c->arrivals[i]);
         if (rc < 0)
             submit_failed(c, rc);
+        sent++;
         i = atomic_load_explicit(&c->next, memory_order_relaxed);
     }
 }
@@ -220,7 +230,7 @@ static void open_job(rp_job_ctx *ctx, void *arg)
     tune_work_run(c->work, ctx, c->seed + (uint64_t)(at - c->arrivals));
     const int64_t done = now_ns();
     record(c, rp_job_routee(ctx), c->t0 + *at, done);
-    pump(c, done);
+    pump(c, done, PUMP_ROUTEE_MAX);
 }
 
 static void closed_job(rp_job_ctx *ctx, void *arg)
@@ -332,7 +342,7 @@ static void *generator(void *p)
         if (due > now)
             sleep_until(due < c->t_start || g->cpu_begin ? due : c->t_start);
         else
-            pump(c, now);
+            pump(c, now, PUMP_GENERATOR_MAX);
     }
     g->cpu_end = g->cpu_begin ? cpu_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
     return NULL;
@@ -509,6 +519,27 @@ static void stop_feeding(cell *c)
     atomic_store_explicit(&c->stopping, true, memory_order_relaxed);
 }
 
+/* Open loop, after the window: wait (in slices, until `limit`) for the
+ * generators and routees to claim every arrival; then claim what is left
+ * at once - the exchange makes any later claim fail, so none is submitted
+ * twice - and charge it like an aborted job. */
+static void claim_rest(cell *c, int64_t limit)
+{
+    while (atomic_load_explicit(&c->next, memory_order_relaxed) < c->narrivals &&
+           !tune_interrupted && now_ns() < limit)
+        sleep_until(now_ns() + CLAIM_POLL_NS);
+    const size_t first = atomic_exchange_explicit(&c->next, c->narrivals, memory_order_relaxed);
+    const int64_t now = now_ns();
+    for (size_t i = first; i < c->narrivals; i++) {
+        const int64_t arrival = c->t0 + c->arrivals[i];
+        atomic_fetch_add_explicit(&c->unfinished, 1, memory_order_relaxed);
+        if (arrival >= c->t_start && arrival < c->t_end)
+            atomic_fetch_add_explicit(
+                &c->lost.b[hist_bucket((uint64_t)(now > arrival ? now - arrival : 0))], 1,
+                memory_order_relaxed);
+    }
+}
+
 /* After the window (or a failure to start): wait for what is left - or
  * abort it, when the open loop's backlog outlasts half a window or on
  * Ctrl-C - and destroy the pool.  (The closed loop's clients stop by
@@ -517,10 +548,12 @@ static void finish(cell *c, const tune_drive *d, bool failed)
 {
     if (tune_interrupted || failed)
         stop_feeding(c);
-    for (unsigned i = 0; i < c->ngen; i++)
-        pthread_join(c->gen[i], NULL); /* every arrival is claimed: none comes after an abort */
     const double limit_s = d->duration_s / 2 > 0.2 ? d->duration_s / 2 : 0.2;
     const int64_t limit = c->open ? now_ns() + (int64_t)(limit_s * 1e9) : 0;
+    if (c->open && c->narrivals > 0)
+        claim_rest(c, limit);
+    for (unsigned i = 0; i < c->ngen; i++)
+        pthread_join(c->gen[i], NULL); /* every arrival is claimed: none comes after an abort */
     if (!drain(c, limit)) {
         stop_feeding(c);
         atomic_store_explicit(&c->abort_at, now_ns(), memory_order_relaxed);
@@ -542,6 +575,21 @@ static double percentile(const uint64_t *counts, uint64_t total, double q)
     return 0;
 }
 
+/* The CPU the built-in jobs asked for, as a share of the machine: a
+ * closed loop always has jobs queued, so min(size, clients, CPUs) CPUs;
+ * an open loop the offered rate x the mean cost, capped the same way.
+ * Unknown (-1) for the user's job, which may wait rather than compute. */
+static double cpu_demand(const cell *c, const tune_drive *d)
+{
+    if (c->work->plugin)
+        return -1;
+    double cpus = (double)(c->n < d->cpus ? c->n : d->cpus);
+    const double want = c->open ? d->rate * tune_cost_mean_us(&c->work->cost) * 1e-6
+                                : (double)d->clients;
+    cpus = want < cpus ? want : cpus;
+    return cpus / (double)d->cpus;
+}
+
 static void sojourn_stats(const cell *c, tune_result *out, uint64_t *counts)
 {
     uint64_t total = 0;
@@ -553,6 +601,7 @@ static void sojourn_stats(const cell *c, tune_result *out, uint64_t *counts)
         total += counts[b];
         sum += (double)counts[b] * hist_value(b);
     }
+    out->samples = total;
     out->mean_us = total ? sum / (double)total / 1e3 : 0;
     out->p50_us = percentile(counts, total, 0.50);
     out->p99_us = percentile(counts, total, 0.99);
@@ -572,6 +621,7 @@ static void results(const cell *c, const watch *w, const tune_drive *d, tune_res
     for (unsigned i = 0; i < c->ngen; i++)
         cpu -= c->gen_arg[i].cpu_end - c->gen_arg[i].cpu_begin;
     out->cpu = wall > 0 && cpu > 0 ? (double)cpu / (wall * d->cpus) : 0;
+    out->cpu_demand = cpu_demand(c, d);
     out->imbalance = w->mean_sum > 0 ? w->max_sum / w->mean_sum : -1;
     out->stolen = w->end.stole - w->begin.stole;
     out->arrivals = c->open ? c->window_arrivals : 0;

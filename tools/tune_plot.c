@@ -8,7 +8,7 @@
  * span 16x or more).  Throughput is linear from 0; p99 is log10 when it
  * spans more than 20x, which it does as soon as one size falls behind.
  * Hollow markers are cells that fell behind their arrivals; a black ring
- * marks the recommended cell.  Every marker has a tooltip (<title>).
+ * marks the recommended cell; a p99 without enough samples is not drawn.  Every marker has a tooltip (<title>).
  */
 #include <math.h>
 #include <string.h>
@@ -34,7 +34,7 @@ static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd"
  * become '?'. */
 static void xml_text(FILE *f, const char *s)
 {
-    const bool utf8 = tune_utf8_valid(s);
+    const bool utf8 = cli_utf8_valid(s);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if (*p == '&')
             fputs("&amp;", f);
@@ -122,9 +122,10 @@ static double metric_throughput(const tune_result *r)
     return r->throughput;
 }
 
+/* NaN - not plotted - when too few samples hold the p99 (tune.h). */
 static double metric_p99(const tune_result *r)
 {
-    return r->p99_us;
+    return tune_pct_valid(r, 0.99) ? r->p99_us : NAN;
 }
 
 static void axis_line(FILE *f, double x1, double y1, double x2, double y2)
@@ -245,11 +246,11 @@ static void series(FILE *f, const tune_result *res, size_t n, const char *router
 {
     fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
     for (size_t i = 0; i < n; i++)
-        if (strcmp(res[i].router.name, router) == 0)
+        if (strcmp(res[i].router.name, router) == 0 && isfinite(metric(&res[i])))
             fprintf(f, "%.1f,%.1f ", to_px(xs, res[i].size), to_px(ys, metric(&res[i])));
     fputs("\"/>\n", f);
     for (size_t i = 0; i < n; i++)
-        if (strcmp(res[i].router.name, router) == 0)
+        if (strcmp(res[i].router.name, router) == 0 && isfinite(metric(&res[i])))
             marker(f, &res[i], to_px(xs, res[i].size), to_px(ys, metric(&res[i])), color, time,
                    metric(&res[i]));
 }

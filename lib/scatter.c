@@ -338,6 +338,12 @@ int rp__scatter_member_fail(rp__scatter *s, uint32_t member, int code, int route
 
 int rp__scatter_reply(rp__scatter *s, uint32_t member, void *value, int routee)
 {
+    return rp__scatter_reply_owned(s, member, value, NULL, routee);
+}
+
+int rp__scatter_reply_owned(rp__scatter *s, uint32_t member, void *value,
+                            rp_value_free_fn free_fn, int routee)
+{
     rp_future *f;
 
     pthread_mutex_lock(&s->mu);
@@ -349,7 +355,7 @@ int rp__scatter_reply(rp__scatter *s, uint32_t member, void *value, int routee)
     f = resolve_locked(s);
     pthread_mutex_unlock(&s->mu);
     count(s->sg, RP_SCATTER_FIRST, rp__now_ns() - s->start_ns);
-    rp__future_fulfil(f, value, routee);
+    rp__future_fulfil_owned(f, value, free_fn, routee);
     rp_future_release(f);
     cancel_timers(s);
     unlink_open(s);

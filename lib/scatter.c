@@ -93,12 +93,15 @@ int rp__sg_new(rp__sg **out, const rp_scatter_gather_options *opts, const char *
 {
     rp__sg *sg;
 
-    if (!isfinite(opts->timeout_ms) || opts->timeout_ms <= 0)
-        return rp__fail(RP_EINVAL, "rp_router_create_scatter_gather: sg.timeout_ms must be positive and finite (got %g)",
-                        opts->timeout_ms);
-    if (!isfinite(opts->interval_ms) || opts->interval_ms < 0)
-        return rp__fail(RP_EINVAL, "rp_router_create_scatter_gather: sg.interval_ms must be finite and >= 0 (got %g)",
-                        opts->interval_ms);
+    /* Bounded so that start_ns + ms * 1e6 stays far inside int64_t. */
+    if (!isfinite(opts->timeout_ms) || opts->timeout_ms <= 0 ||
+        opts->timeout_ms > RP_SCATTER_MS_MAX)
+        return rp__fail(RP_EINVAL, "rp_router_create_scatter_gather: sg.timeout_ms must be positive and at most %.0f (24 h) (got %g)",
+                        RP_SCATTER_MS_MAX, opts->timeout_ms);
+    if (!isfinite(opts->interval_ms) || opts->interval_ms < 0 ||
+        opts->interval_ms > RP_SCATTER_MS_MAX)
+        return rp__fail(RP_EINVAL, "rp_router_create_scatter_gather: sg.interval_ms must be >= 0 and at most %.0f (24 h) (got %g)",
+                        RP_SCATTER_MS_MAX, opts->interval_ms);
     if (!(sg = calloc(1, sizeof *sg)))
         return rp__fail(RP_ENOMEM, "rp_router_create_scatter_gather: out of memory");
     atomic_init(&sg->refs, 1);

@@ -1727,6 +1727,28 @@ Test(sg_options, bad_timeout_and_interval_are_einval, .timeout = 20)
     expect_bad_sg(100, INFINITY, "interval_ms");
 }
 
+/* Issue 15 item 4: huge finite values overflowed the nanosecond deadline
+ * (every scatter failed at once, the second copy went out immediately). */
+Test(sg_options, timeout_and_interval_above_24_hours_are_einval, .timeout = 20)
+{
+    rp_pool *p = make_sg_pool(1);
+    rp_scatter_gather_options sg;
+    rp_router *rt = NULL;
+
+    expect_bad_sg(1e300, 0, "sg.timeout_ms");
+    expect_bad_sg(1e13, 0, "sg.timeout_ms");
+    expect_bad_sg(RP_SCATTER_MS_MAX + 1, 0, "sg.timeout_ms");
+    expect_bad_sg(100, 1e300, "sg.interval_ms");
+    expect_bad_sg(100, RP_SCATTER_MS_MAX + 1, "sg.interval_ms");
+    cr_assert_eq(RP_SCATTER_MS_MAX, 24.0 * 3600 * 1000);
+    rp_scatter_gather_options_init(&sg);
+    sg.timeout_ms = RP_SCATTER_MS_MAX;
+    sg.interval_ms = RP_SCATTER_MS_MAX;
+    cr_assert_eq(rp_router_create_scatter_gather(&rt, p, &sg, NULL), 0, "%s", rp_errmsg());
+    rp_router_destroy(rt);
+    rp_pool_destroy(p);
+}
+
 Test(sg_options, defaults_and_null_arguments, .timeout = 20)
 {
     rp_scatter_gather_options sg;

@@ -511,6 +511,10 @@ int rp__sg_ask(rp__sg *sg, rp_routee *const *routees, size_t n, uint64_t message
         return rc;
     }
     s->result = rp_future_retain(f);
+    /* The copies are counted before the deadline is armed: a deadline that
+     * fires at once (timeout_ms 0.01) times out every copy asked, rather
+     * than finding none. */
+    s->sent = chop && n ? 1 : n;
     *out = f;
     if (!link_open(s)) {
         fail_empty(s, RP_SCATTER_STOPPED, "stopped while the scatter was still open");
@@ -521,9 +525,6 @@ int rp__sg_ask(rp__sg *sg, rp_routee *const *routees, size_t n, uint64_t message
         rp__scatter_release(s);
         fail_empty(s, RP_SCATTER_STOPPED, "stopped while the scatter was still open");
     } else {
-        pthread_mutex_lock(&s->mu);
-        s->sent = chop ? 1 : n;
-        pthread_mutex_unlock(&s->mu);
         for (size_t i = 0; i < (chop ? 1 : n); i++)
             send_member_if(s, i, true);
         if (chop && n > 1) {

@@ -289,6 +289,12 @@ bool rp__future_fulfil(rp_future *f, void *value, int routee)
 
 bool rp__future_fulfil_owned(rp_future *f, void *value, rp_value_free_fn free_fn, int routee)
 {
+    return rp__future_fulfil_hook(f, value, free_fn, routee, NULL, NULL);
+}
+
+bool rp__future_fulfil_hook(rp_future *f, void *value, rp_value_free_fn free_fn, int routee,
+                            void (*won)(void *ctx), void *ctx)
+{
     struct rp__timer *timer;
     callback *cbs;
 
@@ -297,6 +303,8 @@ bool rp__future_fulfil_owned(rp_future *f, void *value, rp_value_free_fn free_fn
         pthread_mutex_unlock(&f->mu);
         return false;
     }
+    if (won)
+        won(ctx);
     /* Relaxed: published by the state's release store in complete_locked(). */
     atomic_store_explicit(&f->value, value, memory_order_relaxed);
     f->free_fn = free_fn;

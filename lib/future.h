@@ -47,6 +47,11 @@ bool rp__future_fulfil(rp_future *f, void *value, int routee);
  * false the value stays the caller's. */
 bool rp__future_fulfil_owned(rp_future *f, void *value, rp_value_free_fn free_fn,
                              int routee);
+/* As rp__future_fulfil_owned(); won(ctx) runs under f->mu once this call
+ * has won, before anyone can see the value (library code only: it must
+ * not block or take locks). */
+bool rp__future_fulfil_hook(rp_future *f, void *value, rp_value_free_fn free_fn, int routee,
+                            void (*won)(void *ctx), void *ctx);
 bool rp__future_fail(rp_future *f, int code, int routee, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Fail with an aggregate: takes members (an array of n, messages malloc'd)

@@ -518,7 +518,8 @@ static rp_pool *timer_pool(const rp_router *rt)
     return NULL;
 }
 
-static int scatter_ask(rp_router *rt, rp_job_fn fn, void *arg, rp_future **out)
+static int scatter_ask(rp_router *rt, rp_job_fn fn, void *arg, int64_t deadline,
+                       rp_future **out)
 {
     rp_routee *local[STACK_CHOICES], **live = local;
     uint64_t index = atomic_fetch_add_explicit(&rt->message_index, 1, memory_order_relaxed);
@@ -530,7 +531,7 @@ static int scatter_ask(rp_router *rt, rp_job_fn fn, void *arg, rp_future **out)
     for (size_t i = 0; i < rt->n; i++)
         if (!rp__routee_stopped(rt->routees[i]))
             live[n++] = rt->routees[i];
-    rc = rp__sg_ask(rt->sg, live, n, index, fn, arg, out);
+    rc = rp__sg_ask(rt->sg, live, n, index, fn, arg, deadline, out);
     if (live != local)
         free(live);
     return rc;
@@ -551,10 +552,9 @@ int rp_router_ask(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms, rp_fut
         return rc;
     if (rt->sg) {
         /* The caller's own deadline applies too: with it below the
-         * scatter's timeout the caller gets RP_ETIMEDOUT first. */
-        if ((rc = scatter_ask(rt, fn, arg, out)) == 0)
-            rp__future_arm(*out, &rt->pool->timer, deadline);
-        return rc;
+         * scatter's timeout the caller gets RP_ETIMEDOUT first, and the
+         * scatter ends with it (the scatter enforces both). */
+        return scatter_ask(rt, fn, arg, deadline, out);
     }
     if (rt->strategy.kind == RP_STRATEGY_CONSISTENT_HASH)
         return rp__fail(RP_EINVAL, "router %s: consistent hashing needs a key", rt->name);

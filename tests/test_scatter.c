@@ -837,6 +837,88 @@ Test(scatter, caller_ask_timeout_below_scatter_timeout_fails_first,
     rp_pool_destroy(p);
 }
 
+/* Every copy: sleep 150 ms, then reply with a malloc'd value, freed here
+ * when the reply is refused (the value stays the job's). */
+typedef struct late {
+    atomic_int rc[NR];
+    atomic_int cancelled[NR];
+    atomic_int done;
+} late;
+
+static void late_job(rp_job_ctx *ctx, void *p)
+{
+    late *l = p;
+    const int r = rp_job_routee(ctx);
+    void *v = malloc(4);
+    int rc;
+
+    sleep_ms(150);
+    atomic_store(&l->cancelled[r], rp_job_cancelled(ctx));
+    rc = rp_job_reply(ctx, v);
+    if (rc != 0)
+        free(v);
+    atomic_store(&l->rc[r], rc);
+    atomic_fetch_add(&l->done, 1);
+}
+
+static uint64_t resolved_total(const rp_scatter_stats *st)
+{
+    uint64_t n = 0;
+
+    for (int i = 0; i < RP_SCATTER_OUTCOMES; i++)
+        n += st->resolved[i];
+    return n;
+}
+
+/*
+ * Issue 15 item 1: a scatter with timeout_ms 1000 asked with a 50 ms ask
+ * timeout.  The copies reply at 150 ms, after the caller's future failed:
+ * each reply returns RP_ETIMEDOUT (the value stays the job's; it used to
+ * return 0 and the value was lost), nothing counts as "first", and the
+ * scatter ended when the ask gave up (counted "timeout" by then, losers
+ * cancelled per cancel_losers) instead of staying open for 1000 ms.
+ */
+static void reply_after_ask_timeout(bool cancel)
+{
+    rp_pool *p = make_sg_pool(NR);
+    rp_router *rt = make_sg(p, 1000, cancel);
+    late l = {0};
+    rp_future *f = NULL;
+    rp_scatter_stats st;
+
+    cr_assert_eq(rp_router_ask(rt, late_job, &l, 50, &f), 0, "%s", rp_errmsg());
+    cr_assert_eq(rp_future_wait(f, 5000), 0);
+    cr_assert_eq(failed_with(f, RP_ETIMEDOUT)->routee, -1);
+    st = sstats(rt);
+    cr_expect_eq(st.resolved[RP_SCATTER_TIMEOUT], 1u, "the scatter did not end with the ask");
+    cr_expect_eq(st.latency_count, 1u);
+    cr_assert(wait_atomic_ge(&l.done, NR, 5000));
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    for (int i = 0; i < NR; i++) {
+        cr_expect_eq(atomic_load(&l.rc[i]), RP_ETIMEDOUT, "routee %d's late reply returned %s", i,
+                     rp_err_name(atomic_load(&l.rc[i])));
+        cr_expect_eq(atomic_load(&l.cancelled[i]), cancel, "routee %d: rp_job_cancelled()", i);
+    }
+    st = sstats(rt);
+    cr_expect_eq(st.resolved[RP_SCATTER_FIRST], 0u, "a refused reply counted as first");
+    cr_expect_eq(resolved_total(&st), 1u);
+    cr_expect_eq(st.latency_count, 1u);
+    rp_future_release(f);
+    rp_router_destroy(rt);
+    rp_pool_destroy(p);
+}
+
+Test(scatter, reply_after_the_callers_ask_timeout_is_refused_and_the_scatter_ends,
+     .timeout = 20)
+{
+    reply_after_ask_timeout(false);
+}
+
+Test(cancellation, callers_ask_timeout_cancels_the_running_copies, .timeout = 20)
+{
+    reply_after_ask_timeout(true);
+}
+
 /* ================= scatter: stopping ================= */
 
 Test(scatter, router_destroy_fails_open_scatters_at_once, .timeout = 20)

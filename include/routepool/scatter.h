@@ -20,6 +20,15 @@
  *   "<name>: stopped while the scatter was still open" router or pool stopped (no members)
  * Members are in scatter order, one per routee asked.
  *
+ * The caller's ask timeout (rp_router_ask(), rp_router_tell_reply()) is
+ * enforced by the scatter too: when it comes before timeout_ms the scatter
+ * ends there - the caller's future fails with a plain RP_ETIMEDOUT ("ask
+ * timed out", no members), the outcome counted is timeout, copies not yet
+ * started are skipped, running ones see rp_job_cancelled() when
+ * cancel_losers is set.  A reply or failure after the scatter resolved is
+ * refused: RP_ETIMEDOUT when it timed out (either deadline), RP_ECANCELLED
+ * when another routee won or it stopped; the value stays the job's.
+ *
  * Copies share arg.  A copy that never runs (a cancelled loser, an expired
  * copy, one a full mailbox refused) is handed back on its own through the
  * pool's on_undelivered, so arg may come back several times.

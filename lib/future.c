@@ -44,11 +44,13 @@
 #include "timer.h"
 #include "wait.h"
 
-typedef struct callback {
+typedef struct rp__callback callback;
+
+struct rp__callback {
     rp_future_cb cb;
     void *user;
-    struct callback *next;
-} callback;
+    callback *next;
+};
 
 struct rp_future {
     ck_stack_entry_t link; /* the heap's freelist link: first (see POISON) */
@@ -385,28 +387,46 @@ int rp_future_wait(rp_future *f, int timeout_ms)
     return rc;
 }
 
+int rp__callback_new(rp__callback **out, rp_future_cb cb, void *user)
+{
+    if (!(*out = malloc(sizeof **out)))
+        return RP_ENOMEM;
+    (*out)->cb = cb;
+    (*out)->user = user;
+    (*out)->next = NULL;
+    return 0;
+}
+
+void rp__callback_free(rp__callback *c)
+{
+    free(c);
+}
+
 int rp_future_on_complete(rp_future *f, rp_future_cb cb, void *user)
 {
     callback *c;
 
     if (!f || !cb)
         return rp__fail(RP_EINVAL, "rp_future_on_complete: %s is NULL", f ? "cb" : "future");
-    if (!(c = malloc(sizeof *c)))
+    if (rp__callback_new(&c, cb, user) < 0)
         return rp__fail(RP_ENOMEM, "rp_future_on_complete: out of memory");
-    c->cb = cb;
-    c->user = user;
+    rp__future_on_complete_with(f, c);
+    return 0;
+}
+
+void rp__future_on_complete_with(rp_future *f, rp__callback *c)
+{
     pthread_mutex_lock(&f->mu);
     if (atomic_load_explicit(&f->state, memory_order_relaxed) == RP_FUTURE_PENDING) {
         rp_future_retain(f);
         c->next = f->callbacks;
         f->callbacks = c;
         pthread_mutex_unlock(&f->mu);
-        return 0;
+        return;
     }
     pthread_mutex_unlock(&f->mu);
+    c->cb(f, c->user);
     free(c);
-    cb(f, user);
-    return 0;
 }
 
 rp_future_state rp_future_status(const rp_future *f)

@@ -60,6 +60,16 @@ bool rp__future_fail_aggregate(rp_future *f, char *message, rp_error *members,
                                size_t n);
 bool rp__future_pending(const rp_future *f);
 
+/* A completion callback's registration, allocated apart so that a caller
+ * can allocate it before it sends anything (rp_router_tell_reply). */
+typedef struct rp__callback rp__callback;
+/* 0 or RP_ENOMEM (rp_errmsg() not set). */
+int rp__callback_new(rp__callback **out, rp_future_cb cb, void *user);
+/* Free one never registered.  Accepts NULL. */
+void rp__callback_free(rp__callback *c);
+/* rp_future_on_complete() with c (taken), which cannot fail. */
+void rp__future_on_complete_with(rp_future *f, rp__callback *c);
+
 struct rp__timer;
 /* Fail f with RP_ETIMEDOUT at deadline_ns unless it completes first (then
  * the timer entry is removed at once).  No-op when already armed. */

@@ -565,42 +565,26 @@ int rp_router_ask(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms, rp_fut
     return rc;
 }
 
-static void reply_trampoline(rp_future *f, void *user);
-
-typedef struct reply_target {
-    rp_future_cb cb;
-    void *user;
-} reply_target;
-
-static void reply_trampoline(rp_future *f, void *user)
-{
-    reply_target t = *(reply_target *)user;
-
-    free(user);
-    t.cb(f, t.user);
-}
-
 int rp_router_tell_reply(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms,
                          rp_future_cb reply, void *user)
 {
-    reply_target *t;
+    rp__callback *c;
     rp_future *f;
     int rc;
 
     if (!reply)
         return rp__fail(RP_EINVAL, "rp_router_tell_reply: reply is NULL");
-    if (!(t = malloc(sizeof *t)))
+    /* Allocated before anything is sent: once the job is out, registering
+     * the reply cannot fail, and a failed call leaves arg with the caller. */
+    if (rp__callback_new(&c, reply, user) < 0)
         return rp__fail(RP_ENOMEM, "rp_router_tell_reply: out of memory");
-    t->cb = reply;
-    t->user = user;
     if ((rc = rp_router_ask(rt, fn, arg, timeout_ms, &f)) < 0) {
-        free(t);
+        rp__callback_free(c);
         return rc;
     }
-    if ((rc = rp_future_on_complete(f, reply_trampoline, t)) < 0)
-        free(t); /* out of memory: the answer is dropped, the job still runs */
+    rp__future_on_complete_with(f, c);
     rp_future_release(f);
-    return rc;
+    return 0;
 }
 
 int rp_router_broadcast(rp_router *rt, rp_job_fn fn, void *arg)

@@ -143,7 +143,10 @@ int rp_routee_ask(rp_routee *routee, rp_job_fn fn, void *arg, int timeout_ms,
  * Route a job and call reply(f, user) when its answer is in (or it
  * failed): an ask whose future the router holds for you.  On a
  * scatter-gather router this is the "tell with a reply target".
- * @return as rp_router_ask().
+ * reply runs exactly once when the call returned 0, never otherwise.
+ * @return as rp_router_ask(), and RP_EINVAL (reply NULL), RP_ENOMEM.  On
+ *         any failure nothing was sent and arg stays the caller's (the
+ *         reply's registration is allocated before the job goes out).
  */
 int rp_router_tell_reply(rp_router *router, rp_job_fn fn, void *arg,
                          int timeout_ms, rp_future_cb reply, void *user);

@@ -384,7 +384,9 @@ int rp_future_wait(rp_future *f, int timeout_ms)
         }
     }
     pthread_mutex_unlock(&f->mu);
-    return rc;
+    if (rc < 0)
+        return rp__fail(rc, "rp_future_wait: still pending after %d ms", timeout_ms);
+    return 0;
 }
 
 int rp__callback_new(rp__callback **out, rp_future_cb cb, void *user)

@@ -605,3 +605,23 @@ Test(owned, reply_owned__in_a_tell_returns_einval)
     cr_expect_eq(atomic_load(&own_frees), 1);
     rp_pool_destroy(p);
 }
+
+/* Issue 15 item 8: rp_future_wait() returning RP_ETIMEDOUT left rp_errmsg()
+ * as the previous failure had set it. */
+Test(promise, wait__timing_out_sets_rp_errmsg)
+{
+    rp_pool *p = new_pool(1);
+    rp_future *f;
+
+    cr_assert_eq(rp_future_create(&f, p, -1), 0);
+    cr_expect_eq(rp_future_wait(NULL, 0), RP_EINVAL);
+    cr_expect_eq(rp_future_wait(f, 0), RP_ETIMEDOUT);
+    cr_expect(strstr(rp_errmsg(), "rp_future_wait") && strstr(rp_errmsg(), "still pending after 0 ms"),
+              "rp_errmsg() \"%s\"", rp_errmsg());
+    cr_expect_eq(rp_future_wait(f, 10), RP_ETIMEDOUT);
+    cr_expect(strstr(rp_errmsg(), "still pending after 10 ms"), "rp_errmsg() \"%s\"", rp_errmsg());
+    cr_expect_eq(rp_future_fulfil(f, -1, NULL, NULL), 0);
+    rp_future_release(f);
+    rp_future_release(f);
+    rp_pool_destroy(p);
+}

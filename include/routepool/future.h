@@ -69,7 +69,8 @@ typedef struct rp_error {
  * Wait for completion.
  * @param timeout_ms  -1 waits forever; 0 only checks.
  * @return 0 when complete (fulfilled or failed), RP_ETIMEDOUT when still
- *         pending, RP_EINVAL (NULL, timeout below -1).  Sleeps; no polling.
+ *         pending (rp_errmsg(): "rp_future_wait: still pending after N
+ *         ms"), RP_EINVAL (NULL, timeout below -1).  Sleeps; no polling.
  */
 int rp_future_wait(rp_future *f, int timeout_ms);
 

@@ -81,7 +81,7 @@ void rp_scatter_gather_options_init(rp_scatter_gather_options *opts)
     if (!opts)
         return;
     opts->timeout_ms = RP_SCATTER_TIMEOUT_MS;
-    opts->cancel_losers = true;
+    opts->cancel_losers = false; /* seed 004: losers run to completion */
     opts->interval_ms = 0;
 }
 

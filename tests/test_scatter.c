@@ -1106,6 +1106,50 @@ Test(scatter, bare_tell_without_router_callback_goes_to_the_pools, .timeout = 20
 
 /* ================= cancellation ================= */
 
+/*
+ * Seed 004, "Losing routees are not cancelled": with the default options a
+ * loser still queued when the scatter resolves runs to completion and its
+ * reply is refused with RP_ECANCELLED.  Routees 1 and 2 are held busy so
+ * their copies are queued when routee 0 wins.
+ */
+Test(cancellation, by_default_queued_losers_run_to_completion, .timeout = 20)
+{
+    rp_pool *p = make_sg_pool(NR);
+    rp_router_options ro;
+    rp_router *rt = NULL;
+    gate g;
+    sarg a, blocker;
+
+    rp_router_options_init(&ro);
+    ro.name = NAME;
+    cr_assert_eq(rp_router_create_scatter_gather(&rt, p, NULL, &ro), 0, "%s", rp_errmsg());
+    gate_init(&g);
+    sarg_init(&blocker, ACT_NONE, 0, 0, 0);
+    blocker.g = &g;
+    sarg_init(&a, ACT_REPLY, 0, 0, 0);
+    block_routee(p, 1, &blocker);
+    block_routee(p, 2, &blocker);
+    cr_assert(gate_wait_entered(&g, 2, 5000));
+    rp_future *f = ask(rt, &a);
+    cr_assert_eq(rp_future_wait(f, 5000), 0);
+    cr_assert_eq(rp_future_status(f), RP_FUTURE_FULFILLED);
+    cr_assert_eq(rp_future_routee(f), 0);
+    gate_open(&g);
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    cr_expect_eq(runs(&a), NR, "every loser ran");
+    cr_expect_eq(undel(&a), 0, "no loser was handed back");
+    for (int i = 1; i < NR; i++) {
+        cr_expect_eq(atomic_load(&a.rc[i]), RP_ECANCELLED, "loser %d's reply returned %s", i,
+                     rp_err_name(atomic_load(&a.rc[i])));
+        cr_expect_eq(atomic_load(&a.cancelled_at_start[i]), 0);
+    }
+    cr_expect_eq(sstats(rt).cancelled, 0u);
+    rp_future_release(f);
+    rp_router_destroy(rt);
+    rp_pool_destroy(p);
+    gate_destroy(&g);
+}
+
 Test(cancellation, queued_losers_are_skipped_and_handed_back, .timeout = 20)
 {
     rp_pool *p = make_sg_pool(NR);
@@ -1881,7 +1925,7 @@ Test(sg_options, defaults_and_null_arguments, .timeout = 20)
     rp_scatter_gather_options_init(&sg);
     cr_assert_eq(sg.timeout_ms, RP_SCATTER_TIMEOUT_MS);
     cr_assert_eq(sg.timeout_ms, 4500.0);
-    cr_assert_eq(sg.cancel_losers, true);
+    cr_assert_eq(sg.cancel_losers, false, "seed 004: losers are not cancelled by default");
     cr_assert_eq(sg.interval_ms, 0.0);
     cr_assert_lt(RP_SCATTER_TIMEOUT_MS, (double)RP_ASK_TIMEOUT_MS);
 

@@ -57,9 +57,13 @@ typedef struct rp_scatter_gather_options {
      *  RP_SCATTER_MS_MAX.  Default RP_SCATTER_TIMEOUT_MS.  Keep the
      *  caller's ask timeout above it. */
     double timeout_ms;
-    /** Skip losing copies still queued when the scatter resolves, and
-     *  raise rp_job_cancelled() in running ones.  Default true.  With
-     *  false, losers run to completion and their replies are dropped. */
+    /** Default false (seed 004): losing copies run to completion and
+     *  their replies are refused (rp_job_reply() returns RP_ECANCELLED,
+     *  the value stays the job's).  true: skip losing copies still queued
+     *  when the scatter resolves (handed back RP_ECANCELLED, counted in
+     *  rp_scatter_stats.cancelled) and raise rp_job_cancelled() in running
+     *  ones - the better choice for idempotent CPU-bound work, where a
+     *  loser's work is pure waste (bench/scatter.c measures it). */
     bool cancel_losers;
     /** 0: send to every live routee at once (scatter-gather).  > 0:
      *  tail-chopping - send to one routee (rotating start), and to the

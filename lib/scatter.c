@@ -167,8 +167,10 @@ static void count(rp__sg *sg, int outcome, int64_t latency_ns)
 void rp__sg_no_reply_target(rp__sg *sg)
 {
     count(sg, RP_SCATTER_NO_REPLY_TARGET, 0);
+    /* The seed's words, "no reply target": one warning per bare tell. */
     rp__log(sg->log, sg->log_user, RP_LOG_WARN,
-            "%s: tell without a reply target: nothing scattered (use rp_router_ask or rp_router_tell_reply)",
+            "%s: no reply target: a bare tell scatters nothing, arg handed back with RP_ENOREPLY "
+            "(use rp_router_ask or rp_router_tell_reply)",
             sg->name);
 }
 

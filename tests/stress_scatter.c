@@ -305,7 +305,7 @@ static void *submit(void *p)
 static void count_log(int level, const char *msg, void *user)
 {
     (void)user;
-    if (level == RP_LOG_WARN && strstr(msg, "without a reply target"))
+    if (level == RP_LOG_WARN && strstr(msg, "no reply target"))
         atomic_fetch_add(&warnings, 1);
     else
         atomic_fetch_add(&other_logs, 1);

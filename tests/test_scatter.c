@@ -1104,6 +1104,40 @@ Test(scatter, bare_tell_without_router_callback_goes_to_the_pools, .timeout = 20
     rp_pool_destroy(p);
 }
 
+/*
+ * Seed 004: "the router logs a warning" for a bare tell; issue 15 asks for
+ * the seed's words.  Also without any on_undelivered (router or pool): the
+ * call still returns 0, the counter counts it, the warning is logged.
+ */
+Test(scatter, bare_tell_warning_says_no_reply_target, .timeout = 20)
+{
+    rp_pool_options po;
+    rp_router_options ro;
+    rp_pool *p = NULL;
+    logcap lc;
+    sarg a;
+
+    rp_pool_options_init(&po);
+    po.routees = NR;
+    cr_assert_eq(rp_pool_create(&p, &po), 0, "%s", rp_errmsg());
+    logcap_init(&lc);
+    rp_router_options_init(&ro);
+    ro.name = NAME;
+    ro.log = logcap_fn;
+    ro.log_user = &lc;
+    rp_router *rt = make_sg_full(p, RP_SCATTER_TIMEOUT_MS, false, 0, &ro);
+    sarg_init(&a, ACT_REPLY, 0, 0, 0);
+
+    cr_assert_eq(rp_router_tell(rt, sjob, &a), 0, "%s", rp_errmsg());
+    cr_assert_eq(logcap_count(&lc, RP_LOG_WARN), 1);
+    cr_expect(strstr(lc.last_warn, "no reply target") != NULL, "warning \"%s\"", lc.last_warn);
+    cr_expect_eq(sstats(rt).resolved[RP_SCATTER_NO_REPLY_TARGET], 1u);
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    cr_expect_eq(runs(&a), 0);
+    rp_router_destroy(rt);
+    rp_pool_destroy(p);
+}
+
 /* ================= cancellation ================= */
 
 /*

@@ -8,9 +8,18 @@
  * throughput; use it for idempotent reads.
  *
  * Reply targets: rp_router_ask() (a future) or rp_router_tell_reply() (a
- * callback).  A bare rp_router_tell() has no reply target: nothing is
- * scattered, a warning is logged, the no-reply-target outcome is counted,
- * arg is handed back (on_undelivered, RP_ENOREPLY) and the call returns 0.
+ * callback).  A bare rp_router_tell() or rp_router_tell_key() has no reply
+ * target and is not an error (seed 004: it "does not throw"):
+ *   - nothing is scattered, and the call returns 0;
+ *   - one warning per call is logged through the router's log callback
+ *     (stderr without one): "<name>: no reply target: a bare tell scatters
+ *     nothing, ...";
+ *   - the counter rp_scatter_stats.resolved[RP_SCATTER_NO_REPLY_TARGET]
+ *     (router_scatter_gather_resolved_total{outcome="no-reply-target"})
+ *     goes up by one, with no latency sample;
+ *   - arg is handed back with RP_ENOREPLY through the router's
+ *     on_undelivered, else the pool's; with neither, the library does not
+ *     touch arg again (as for any hand-back without a callback).
  *
  * Failure is always one aggregate error (RP_EAGGREGATE) whose message
  * starts with the router's name:

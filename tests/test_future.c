@@ -625,3 +625,27 @@ Test(promise, wait__timing_out_sets_rp_errmsg)
     rp_future_release(f);
     rp_pool_destroy(p);
 }
+
+/* A scatter of owned replies: the winner's value goes with the future, each
+ * loser's reply is refused (RP_ECANCELLED, losers run by default) and the
+ * loser frees its own value: three values, each freed exactly once. */
+Test(owned, reply_owned__scatter_winner_freed_by_the_future_losers_keep_theirs)
+{
+    rp_pool *p = new_pool(3);
+    rp_router *rt = NULL;
+    ojob o = {NULL, 999, 16};
+    rp_future *f;
+
+    cr_assert_eq(rp_router_create_scatter_gather(&rt, p, NULL, NULL), 0, "%s", rp_errmsg());
+    cr_assert_eq(rp_router_ask(rt, owned_job, &o, 0, &f), 0, "%s", rp_errmsg());
+    cr_assert_eq(rp_future_wait(f, 10000), 0);
+    cr_assert_eq(rp_future_status(f), RP_FUTURE_FULFILLED);
+    cr_expect_eq(*(int *)rp_future_value(f), 16);
+    cr_assert_eq(rp_pool_wait_idle(p, 10000), 0);
+    cr_expect_eq(atomic_load(&own_frees), 2, "each loser kept and freed its value");
+    cr_expect_eq(atomic_load(&future_frees), 0);
+    rp_future_release(f);
+    cr_expect_eq(atomic_load(&future_frees), 1);
+    rp_router_destroy(rt);
+    rp_pool_destroy(p);
+}

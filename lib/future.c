@@ -9,8 +9,16 @@
  * is also kept in an atomic so rp_future_status() and the dequeue-time
  * checks read it without the lock.
  *
- * References: whoever made the future holds one; every job, timer entry
- * and callback registration that needs the future alive holds its own.
+ * References: whoever made the future holds one (a promise made by
+ * rp_future_create() starts with two, the waiter's and the completer's);
+ * every job, timer entry and callback registration that needs the future
+ * alive holds its own.
+ *
+ * Values: a plain value is the asker's once fulfilled.  An owned value
+ * (free_fn set) is freed by the last release unless rp_future_take_value()
+ * cleared it first; value is atomic because rp_future_value() reads it
+ * without the lock.  A completion that loses (the future was already
+ * complete) stores nothing, so the value stays the caller's.
  *
  * Recycling.  A pool's asks take their futures from the pool's future
  * heap, a type-stable freelist (alloc.h), and the last release puts them

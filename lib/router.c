@@ -572,8 +572,13 @@ int rp_router_tell_reply(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms,
     rp_future *f;
     int rc;
 
-    if (!reply)
-        return rp__fail(RP_EINVAL, "rp_router_tell_reply: reply is NULL");
+    /* Checked here too, so that rp_errmsg() names this function. */
+    if (!rt || !fn || !reply)
+        return rp__fail(RP_EINVAL, "rp_router_tell_reply: %s is NULL",
+                        !rt ? "router" : !fn ? "fn" : "reply");
+    if (timeout_ms < 0)
+        return rp__fail(RP_EINVAL, "rp_router_tell_reply: timeout_ms must be > 0, or 0 for the default (got %d)",
+                        timeout_ms);
     /* Allocated before anything is sent: once the job is out, registering
      * the reply cannot fail, and a failed call leaves arg with the caller. */
     if (rp__callback_new(&c, reply, user) < 0)

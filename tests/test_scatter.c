@@ -383,6 +383,10 @@ Test(scatter, tell_reply_calls_back_once_with_the_winners_value, .timeout = 20)
     check_losers(&a, 1, rt);
 
     cr_assert_eq(rp_router_tell_reply(rt, sjob, &a, 0, NULL, NULL), RP_EINVAL);
+    cr_assert_eq(rp_router_tell_reply(NULL, sjob, &a, 0, on_done, &d), RP_EINVAL);
+    cr_expect(strstr(rp_errmsg(), "rp_router_tell_reply: router"), "%s", rp_errmsg());
+    cr_assert_eq(rp_router_tell_reply(rt, sjob, &a, -1, on_done, &d), RP_EINVAL);
+    cr_expect(strstr(rp_errmsg(), "rp_router_tell_reply: timeout_ms"), "%s", rp_errmsg());
     rp_router_destroy(rt);
     rp_pool_destroy(p);
 }

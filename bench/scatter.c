@@ -118,6 +118,9 @@ static rp_router *make_sg(rp_pool *pool, double interval_ms, const char *name)
 
     rp_scatter_gather_options_init(&sg);
     sg.timeout_ms = 5000;
+    /* CPU-bound idempotent jobs: the figures in docs/futures.md cancel
+     * losers (not the default since seed 004). */
+    sg.cancel_losers = true;
     sg.interval_ms = interval_ms;
     rp_router_options_init(&ro);
     ro.name = name;

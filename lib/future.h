@@ -42,6 +42,16 @@ void rp__future_heap_release(rp__future_heap *h);
 int rp__future_new(rp__future_heap *heap, rp_future **out);
 /* Complete; false when it was already complete (nothing changes). */
 bool rp__future_fulfil(rp_future *f, void *value, int routee);
+/* As rp__future_fulfil(); free_fn (may be NULL) frees the value at the
+ * last release unless rp_future_take_value() took it.  When this returns
+ * false the value stays the caller's. */
+bool rp__future_fulfil_owned(rp_future *f, void *value, rp_value_free_fn free_fn,
+                             int routee);
+/* As rp__future_fulfil_owned(); won(ctx) runs under f->mu once this call
+ * has won, before anyone can see the value (library code only: it must
+ * not block or take locks). */
+bool rp__future_fulfil_hook(rp_future *f, void *value, rp_value_free_fn free_fn, int routee,
+                            void (*won)(void *ctx), void *ctx);
 bool rp__future_fail(rp_future *f, int code, int routee, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Fail with an aggregate: takes members (an array of n, messages malloc'd)
@@ -49,6 +59,16 @@ bool rp__future_fail(rp_future *f, int code, int routee, const char *fmt, ...)
 bool rp__future_fail_aggregate(rp_future *f, char *message, rp_error *members,
                                size_t n);
 bool rp__future_pending(const rp_future *f);
+
+/* A completion callback's registration, allocated apart so that a caller
+ * can allocate it before it sends anything (rp_router_tell_reply). */
+typedef struct rp__callback rp__callback;
+/* 0 or RP_ENOMEM (rp_errmsg() not set). */
+int rp__callback_new(rp__callback **out, rp_future_cb cb, void *user);
+/* Free one never registered.  Accepts NULL. */
+void rp__callback_free(rp__callback *c);
+/* rp_future_on_complete() with c (taken), which cannot fail. */
+void rp__future_on_complete_with(rp_future *f, rp__callback *c);
 
 struct rp__timer;
 /* Fail f with RP_ETIMEDOUT at deadline_ns unless it completes first (then

@@ -518,7 +518,8 @@ static rp_pool *timer_pool(const rp_router *rt)
     return NULL;
 }
 
-static int scatter_ask(rp_router *rt, rp_job_fn fn, void *arg, rp_future **out)
+static int scatter_ask(rp_router *rt, rp_job_fn fn, void *arg, int64_t deadline,
+                       rp_future **out)
 {
     rp_routee *local[STACK_CHOICES], **live = local;
     uint64_t index = atomic_fetch_add_explicit(&rt->message_index, 1, memory_order_relaxed);
@@ -530,7 +531,7 @@ static int scatter_ask(rp_router *rt, rp_job_fn fn, void *arg, rp_future **out)
     for (size_t i = 0; i < rt->n; i++)
         if (!rp__routee_stopped(rt->routees[i]))
             live[n++] = rt->routees[i];
-    rc = rp__sg_ask(rt->sg, live, n, index, fn, arg, out);
+    rc = rp__sg_ask(rt->sg, live, n, index, fn, arg, deadline, out);
     if (live != local)
         free(live);
     return rc;
@@ -551,10 +552,9 @@ int rp_router_ask(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms, rp_fut
         return rc;
     if (rt->sg) {
         /* The caller's own deadline applies too: with it below the
-         * scatter's timeout the caller gets RP_ETIMEDOUT first. */
-        if ((rc = scatter_ask(rt, fn, arg, out)) == 0)
-            rp__future_arm(*out, &rt->pool->timer, deadline);
-        return rc;
+         * scatter's timeout the caller gets RP_ETIMEDOUT first, and the
+         * scatter ends with it (the scatter enforces both). */
+        return scatter_ask(rt, fn, arg, deadline, out);
     }
     if (rt->strategy.kind == RP_STRATEGY_CONSISTENT_HASH)
         return rp__fail(RP_EINVAL, "router %s: consistent hashing needs a key", rt->name);
@@ -565,42 +565,31 @@ int rp_router_ask(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms, rp_fut
     return rc;
 }
 
-static void reply_trampoline(rp_future *f, void *user);
-
-typedef struct reply_target {
-    rp_future_cb cb;
-    void *user;
-} reply_target;
-
-static void reply_trampoline(rp_future *f, void *user)
-{
-    reply_target t = *(reply_target *)user;
-
-    free(user);
-    t.cb(f, t.user);
-}
-
 int rp_router_tell_reply(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms,
                          rp_future_cb reply, void *user)
 {
-    reply_target *t;
+    rp__callback *c;
     rp_future *f;
     int rc;
 
-    if (!reply)
-        return rp__fail(RP_EINVAL, "rp_router_tell_reply: reply is NULL");
-    if (!(t = malloc(sizeof *t)))
+    /* Checked here too, so that rp_errmsg() names this function. */
+    if (!rt || !fn || !reply)
+        return rp__fail(RP_EINVAL, "rp_router_tell_reply: %s is NULL",
+                        !rt ? "router" : !fn ? "fn" : "reply");
+    if (timeout_ms < 0)
+        return rp__fail(RP_EINVAL, "rp_router_tell_reply: timeout_ms must be > 0, or 0 for the default (got %d)",
+                        timeout_ms);
+    /* Allocated before anything is sent: once the job is out, registering
+     * the reply cannot fail, and a failed call leaves arg with the caller. */
+    if (rp__callback_new(&c, reply, user) < 0)
         return rp__fail(RP_ENOMEM, "rp_router_tell_reply: out of memory");
-    t->cb = reply;
-    t->user = user;
     if ((rc = rp_router_ask(rt, fn, arg, timeout_ms, &f)) < 0) {
-        free(t);
+        rp__callback_free(c);
         return rc;
     }
-    if ((rc = rp_future_on_complete(f, reply_trampoline, t)) < 0)
-        free(t); /* out of memory: the answer is dropped, the job still runs */
+    rp__future_on_complete_with(f, c);
     rp_future_release(f);
-    return rc;
+    return 0;
 }
 
 int rp_router_broadcast(rp_router *rt, rp_job_fn fn, void *arg)

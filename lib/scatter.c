@@ -65,8 +65,12 @@ struct rp__scatter {
     rp_error *members;   /* n, filled as members fail */
     bool *done;          /* n: member replied or failed */
     bool resolved;
+    int outcome;         /* how it resolved (an rp_scatter_outcome) */
+    bool ask_first;      /* deadline_ns is the caller's ask deadline */
     size_t deadline_pos, interval_pos; /* timer entries (cancelled at resolution) */
     _Atomic bool resolved_flag;
+    /* deadline_ns: the earlier of the scatter's timeout and the caller's
+     * ask deadline (ask_first). */
     int64_t start_ns, deadline_ns;
     rp__scatter *prev, *next; /* in sg->open */
     bool linked;
@@ -77,7 +81,7 @@ void rp_scatter_gather_options_init(rp_scatter_gather_options *opts)
     if (!opts)
         return;
     opts->timeout_ms = RP_SCATTER_TIMEOUT_MS;
-    opts->cancel_losers = true;
+    opts->cancel_losers = false; /* seed 004: losers run to completion */
     opts->interval_ms = 0;
 }
 
@@ -93,12 +97,15 @@ int rp__sg_new(rp__sg **out, const rp_scatter_gather_options *opts, const char *
 {
     rp__sg *sg;
 
-    if (!isfinite(opts->timeout_ms) || opts->timeout_ms <= 0)
-        return rp__fail(RP_EINVAL, "rp_router_create_scatter_gather: sg.timeout_ms must be positive and finite (got %g)",
-                        opts->timeout_ms);
-    if (!isfinite(opts->interval_ms) || opts->interval_ms < 0)
-        return rp__fail(RP_EINVAL, "rp_router_create_scatter_gather: sg.interval_ms must be finite and >= 0 (got %g)",
-                        opts->interval_ms);
+    /* Bounded so that start_ns + ms * 1e6 stays far inside int64_t. */
+    if (!isfinite(opts->timeout_ms) || opts->timeout_ms <= 0 ||
+        opts->timeout_ms > RP_SCATTER_MS_MAX)
+        return rp__fail(RP_EINVAL, "rp_router_create_scatter_gather: sg.timeout_ms must be positive and at most %.0f (24 h) (got %g)",
+                        RP_SCATTER_MS_MAX, opts->timeout_ms);
+    if (!isfinite(opts->interval_ms) || opts->interval_ms < 0 ||
+        opts->interval_ms > RP_SCATTER_MS_MAX)
+        return rp__fail(RP_EINVAL, "rp_router_create_scatter_gather: sg.interval_ms must be >= 0 and at most %.0f (24 h) (got %g)",
+                        RP_SCATTER_MS_MAX, opts->interval_ms);
     if (!(sg = calloc(1, sizeof *sg)))
         return rp__fail(RP_ENOMEM, "rp_router_create_scatter_gather: out of memory");
     atomic_init(&sg->refs, 1);
@@ -160,8 +167,10 @@ static void count(rp__sg *sg, int outcome, int64_t latency_ns)
 void rp__sg_no_reply_target(rp__sg *sg)
 {
     count(sg, RP_SCATTER_NO_REPLY_TARGET, 0);
+    /* The seed's words, "no reply target": one warning per bare tell. */
     rp__log(sg->log, sg->log_user, RP_LOG_WARN,
-            "%s: tell without a reply target: nothing scattered (use rp_router_ask or rp_router_tell_reply)",
+            "%s: no reply target: a bare tell scatters nothing, arg handed back with RP_ENOREPLY "
+            "(use rp_router_ask or rp_router_tell_reply)",
             sg->name);
 }
 
@@ -226,11 +235,12 @@ static void cancel_timers(rp__scatter *s)
 }
 
 /* Under s->mu: mark resolved and take the caller's future out. */
-static rp_future *resolve_locked(rp__scatter *s)
+static rp_future *resolve_locked(rp__scatter *s, int outcome)
 {
     rp_future *f = s->result;
 
     s->resolved = true;
+    s->outcome = outcome;
     s->result = NULL;
     atomic_store_explicit(&s->resolved_flag, true, memory_order_release);
     return f;
@@ -286,7 +296,7 @@ static void fail_empty(rp__scatter *s, int outcome, const char *what)
         pthread_mutex_unlock(&s->mu);
         return;
     }
-    f = resolve_locked(s);
+    f = resolve_locked(s, outcome);
     pthread_mutex_unlock(&s->mu);
     snprintf(buf, sizeof buf, "%s: %s", s->sg->name, what);
     count(s->sg, outcome, rp__now_ns() - s->start_ns);
@@ -294,6 +304,32 @@ static void fail_empty(rp__scatter *s, int outcome, const char *what)
     rp_future_release(f);
     cancel_timers(s);
     unlink_open(s);
+}
+
+/* The caller's ask deadline passed first: end the scatter with the
+ * caller's own RP_ETIMEDOUT (not an aggregate), counted as a timeout. */
+static void ask_timed_out(rp__scatter *s)
+{
+    rp_future *f;
+
+    pthread_mutex_lock(&s->mu);
+    if (s->resolved) {
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
+    f = resolve_locked(s, RP_SCATTER_TIMEOUT);
+    pthread_mutex_unlock(&s->mu);
+    count(s->sg, RP_SCATTER_TIMEOUT, rp__now_ns() - s->start_ns);
+    rp__future_fail(f, RP_ETIMEDOUT, -1, "ask timed out");
+    rp_future_release(f);
+    cancel_timers(s);
+    unlink_open(s);
+}
+
+/* Under s->mu, resolved: what a late reply or failure is told. */
+static int late_code(const rp__scatter *s)
+{
+    return s->outcome == RP_SCATTER_TIMEOUT ? RP_ETIMEDOUT : RP_ECANCELLED;
 }
 
 static void send_member_if(rp__scatter *s, size_t i, bool even_if_resolved);
@@ -317,13 +353,14 @@ int rp__scatter_member_fail(rp__scatter *s, uint32_t member, int code, int route
     }
     pthread_mutex_lock(&s->mu);
     if (s->resolved || s->done[member]) {
+        int rc = s->resolved ? late_code(s) : RP_ECANCELLED;
         pthread_mutex_unlock(&s->mu);
-        return RP_ECANCELLED;
+        return rc;
     }
     s->done[member] = true;
     s->members[member] = (rp_error){code, strdup(message), routee, NULL, 0};
     if (++s->nfailed == s->n) {
-        f = resolve_locked(s);
+        f = resolve_locked(s, RP_SCATTER_ALL_FAILED);
         asked = s->sent;
     } else if (s->sent < s->n) {
         next = s->sent++; /* tail-chopping: move on at once */
@@ -338,22 +375,47 @@ int rp__scatter_member_fail(rp__scatter *s, uint32_t member, int code, int route
 
 int rp__scatter_reply(rp__scatter *s, uint32_t member, void *value, int routee)
 {
+    return rp__scatter_reply_owned(s, member, value, NULL, routee);
+}
+
+/* Under the future's lock, once the reply has won: counted before the
+ * caller can see the answer, so a snapshot taken after rp_future_wait()
+ * includes it. */
+static void count_first(void *ctx)
+{
+    rp__scatter *s = ctx;
+
+    count(s->sg, RP_SCATTER_FIRST, rp__now_ns() - s->start_ns);
+}
+
+int rp__scatter_reply_owned(rp__scatter *s, uint32_t member, void *value,
+                            rp_value_free_fn free_fn, int routee)
+{
     rp_future *f;
+    int rc = 0;
 
     pthread_mutex_lock(&s->mu);
     if (s->resolved || s->done[member]) {
+        rc = s->resolved ? late_code(s) : RP_ECANCELLED;
         pthread_mutex_unlock(&s->mu);
-        return RP_ECANCELLED;
+        return rc;
     }
     s->done[member] = true;
-    f = resolve_locked(s);
+    f = resolve_locked(s, RP_SCATTER_FIRST);
     pthread_mutex_unlock(&s->mu);
-    count(s->sg, RP_SCATTER_FIRST, rp__now_ns() - s->start_ns);
-    rp__future_fulfil(f, value, routee);
+    if (!rp__future_fulfil_hook(f, value, free_fn, routee, count_first, s)) {
+        /* The scatter is the future's only completer, so this is a
+         * deadline armed on it from outside: the reply is refused and the
+         * value stays the job's; the scatter ended as a timeout. */
+        const rp_error *e = rp_future_error(f);
+
+        rc = e && e->code == RP_ETIMEDOUT ? RP_ETIMEDOUT : RP_ECANCELLED;
+        count(s->sg, RP_SCATTER_TIMEOUT, rp__now_ns() - s->start_ns);
+    }
     rp_future_release(f);
     cancel_timers(s);
     unlink_open(s);
-    return 0;
+    return rc;
 }
 
 /* Timer: the scatter's deadline. */
@@ -364,7 +426,9 @@ static void on_deadline(void *ctx, bool fired)
     size_t asked = 0;
     char buf[128];
 
-    if (fired) {
+    if (fired && s->ask_first) {
+        ask_timed_out(s);
+    } else if (fired) {
         pthread_mutex_lock(&s->mu);
         if (!s->resolved) {
             snprintf(buf, sizeof buf, "no reply within %gms", s->sg->timeout_ms);
@@ -372,7 +436,7 @@ static void on_deadline(void *ctx, bool fired)
                 if (!s->done[i])
                     s->members[i] = (rp_error){RP_ETIMEDOUT, strdup(buf),
                                                rp_routee_index(s->routees[i]), NULL, 0};
-            f = resolve_locked(s);
+            f = resolve_locked(s, RP_SCATTER_TIMEOUT);
             asked = s->sent;
         }
         pthread_mutex_unlock(&s->mu);
@@ -434,7 +498,7 @@ static void send_member_if(rp__scatter *s, size_t i, bool even_if_resolved)
 }
 
 static int scatter_new(rp__scatter **out, rp__sg *sg, rp_routee *const *routees, size_t n,
-                       size_t start, rp_job_fn fn, void *arg)
+                       size_t start, rp_job_fn fn, void *arg, int64_t ask_deadline_ns)
 {
     rp__scatter *s = calloc(1, sizeof *s);
 
@@ -462,6 +526,10 @@ static int scatter_new(rp__scatter **out, rp__sg *sg, rp_routee *const *routees,
     s->deadline_pos = s->interval_pos = RP__TIMER_NONE;
     s->start_ns = rp__now_ns();
     s->deadline_ns = s->start_ns + (int64_t)(sg->timeout_ms * 1e6);
+    if (ask_deadline_ns && ask_deadline_ns < s->deadline_ns) {
+        s->deadline_ns = ask_deadline_ns;
+        s->ask_first = true;
+    }
     *out = s;
     return 0;
 }
@@ -488,7 +556,7 @@ static bool link_open(rp__scatter *s)
 }
 
 int rp__sg_ask(rp__sg *sg, rp_routee *const *routees, size_t n, uint64_t message_index,
-               rp_job_fn fn, void *arg, rp_future **out)
+               rp_job_fn fn, void *arg, int64_t ask_deadline_ns, rp_future **out)
 {
     rp__scatter *s = NULL;
     rp_future *f;
@@ -497,11 +565,16 @@ int rp__sg_ask(rp__sg *sg, rp_routee *const *routees, size_t n, uint64_t message
 
     if ((rc = rp__future_new(sg->pool->futures, &f)) < 0)
         return rp__fail(rc, "%s: out of memory", sg->name);
-    if ((rc = scatter_new(&s, sg, routees, n, chop && n ? message_index % n : 0, fn, arg)) < 0) {
+    if ((rc = scatter_new(&s, sg, routees, n, chop && n ? message_index % n : 0, fn, arg,
+                          ask_deadline_ns)) < 0) {
         rp_future_release(f);
         return rc;
     }
     s->result = rp_future_retain(f);
+    /* The copies are counted before the deadline is armed: a deadline that
+     * fires at once (timeout_ms 0.01) times out every copy asked, rather
+     * than finding none. */
+    s->sent = chop && n ? 1 : n;
     *out = f;
     if (!link_open(s)) {
         fail_empty(s, RP_SCATTER_STOPPED, "stopped while the scatter was still open");
@@ -512,9 +585,6 @@ int rp__sg_ask(rp__sg *sg, rp_routee *const *routees, size_t n, uint64_t message
         rp__scatter_release(s);
         fail_empty(s, RP_SCATTER_STOPPED, "stopped while the scatter was still open");
     } else {
-        pthread_mutex_lock(&s->mu);
-        s->sent = chop ? 1 : n;
-        pthread_mutex_unlock(&s->mu);
         for (size_t i = 0; i < (chop ? 1 : n); i++)
             send_member_if(s, i, true);
         if (chop && n > 1) {

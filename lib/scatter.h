@@ -28,14 +28,26 @@ void rp__scatter_stats_add(rp_scatter_stats *sum, const rp_scatter_stats *s);
 void rp__sg_no_reply_target(rp__sg *sg);
 
 /* Scatter one ask over routees (n may be 0).  out gets one reference on
- * the caller's future. */
+ * the caller's future.  ask_deadline_ns: the caller's own ask deadline (0:
+ * none); when it comes before the scatter's, the scatter ends there, the
+ * caller's future failing with RP_ETIMEDOUT.  The scatter is the only
+ * completer of the future: do not arm it. */
 int rp__sg_ask(rp__sg *sg, rp_routee *const *routees, size_t n,
-               uint64_t message_index, rp_job_fn fn, void *arg, rp_future **out);
+               uint64_t message_index, rp_job_fn fn, void *arg,
+               int64_t ask_deadline_ns, rp_future **out);
 
-/* From the job side (future.c, pool.c). */
+/* From the job side (future.c, pool.c).  0 when the reply won; after
+ * resolution RP_ETIMEDOUT (the scatter or the caller's ask timed out) or
+ * RP_ECANCELLED (another routee won, or it stopped); the value then stays
+ * the job's. */
 int rp__scatter_reply(rp__scatter *s, uint32_t member, void *value, int routee);
-/* 0 when the failure was recorded; RP_ECANCELLED when the scatter had
- * already resolved (or the member had answered). */
+/* As rp__scatter_reply(); the winning value is owned by the caller's
+ * future with free_fn (NULL: not owned).  A losing value stays the job's. */
+int rp__scatter_reply_owned(rp__scatter *s, uint32_t member, void *value,
+                            rp_value_free_fn free_fn, int routee);
+/* 0 when the failure was recorded; RP_ETIMEDOUT / RP_ECANCELLED when the
+ * scatter had already resolved (as rp__scatter_reply), RP_ECANCELLED when
+ * the member had answered. */
 int rp__scatter_member_fail(rp__scatter *s, uint32_t member, int code,
                             int routee, const char *message);
 void rp__sg_retain(rp__sg *sg);

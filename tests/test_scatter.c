@@ -383,6 +383,10 @@ Test(scatter, tell_reply_calls_back_once_with_the_winners_value, .timeout = 20)
     check_losers(&a, 1, rt);
 
     cr_assert_eq(rp_router_tell_reply(rt, sjob, &a, 0, NULL, NULL), RP_EINVAL);
+    cr_assert_eq(rp_router_tell_reply(NULL, sjob, &a, 0, on_done, &d), RP_EINVAL);
+    cr_expect(strstr(rp_errmsg(), "rp_router_tell_reply: router"), "%s", rp_errmsg());
+    cr_assert_eq(rp_router_tell_reply(rt, sjob, &a, -1, on_done, &d), RP_EINVAL);
+    cr_expect(strstr(rp_errmsg(), "rp_router_tell_reply: timeout_ms"), "%s", rp_errmsg());
     rp_router_destroy(rt);
     rp_pool_destroy(p);
 }
@@ -678,6 +682,49 @@ Test(scatter, silent_routees_time_out_with_aggregate_error, .timeout = 20)
     rp_pool_destroy(p);
 }
 
+/*
+ * Issue 15 item 5: at timeout_ms 0.01 or 1e-300 the deadline could fire
+ * before the copies were counted, and the scatter failed as "all 0
+ * routees failed" with no members.  Every one must be "none of 3 routees
+ * replied within Tms" with 3 RP_ETIMEDOUT members (the copies sleep 2 ms
+ * before replying, far past the deadline).
+ */
+Test(scatter, tiny_timeouts_fail_as_none_replied_with_every_member_timed_out,
+     .timeout = 60)
+{
+    enum { ROUNDS = 300 };
+    const double timeouts[] = {0.01, 1e-300};
+    rp_pool *p = make_sg_pool(NR);
+
+    for (size_t t = 0; t < sizeof timeouts / sizeof *timeouts; t++) {
+        rp_router *rt = make_sg(p, timeouts[t], false);
+        char want[128];
+        int bad = 0;
+        sarg a;
+
+        sarg_init(&a, ACT_REPLY, 2, 2, 2);
+        snprintf(want, sizeof want, NAME ": none of 3 routees replied within %gms", timeouts[t]);
+        for (int i = 0; i < ROUNDS; i++) {
+            rp_future *f = ask(rt, &a);
+            cr_assert_eq(rp_future_wait(f, 5000), 0);
+            const rp_error *e = failed_with(f, RP_EAGGREGATE);
+            bool ok = strcmp(e->message, want) == 0 && e->nmembers == NR;
+            for (size_t m = 0; ok && m < e->nmembers; m++)
+                ok = e->members[m].code == RP_ETIMEDOUT;
+            if (!ok && bad++ == 0)
+                cr_log_error("round %d: \"%s\" with %zu members", i, e->message, e->nmembers);
+            rp_future_release(f);
+        }
+        cr_expect_eq(bad, 0, "%d of %d scatters at %gms did not fail as \"%s\"", bad, ROUNDS,
+                     timeouts[t], want);
+        cr_expect_eq(sstats(rt).resolved[RP_SCATTER_TIMEOUT], (uint64_t)ROUNDS);
+        cr_assert_eq(rp_pool_wait_idle(p, 10000), 0);
+        cr_expect_eq(runs(&a) + undel(&a), NR * ROUNDS);
+        rp_router_destroy(rt);
+    }
+    rp_pool_destroy(p);
+}
+
 Test(scatter, no_live_routee_fails_with_no_routees_left, .timeout = 20)
 {
     rp_pool *p = make_sg_pool(NR);
@@ -792,6 +839,88 @@ Test(scatter, caller_ask_timeout_below_scatter_timeout_fails_first,
     rp_future_release(f);
     rp_router_destroy(rt);
     rp_pool_destroy(p);
+}
+
+/* Every copy: sleep 150 ms, then reply with a malloc'd value, freed here
+ * when the reply is refused (the value stays the job's). */
+typedef struct late {
+    atomic_int rc[NR];
+    atomic_int cancelled[NR];
+    atomic_int done;
+} late;
+
+static void late_job(rp_job_ctx *ctx, void *p)
+{
+    late *l = p;
+    const int r = rp_job_routee(ctx);
+    void *v = malloc(4);
+    int rc;
+
+    sleep_ms(150);
+    atomic_store(&l->cancelled[r], rp_job_cancelled(ctx));
+    rc = rp_job_reply(ctx, v);
+    if (rc != 0)
+        free(v);
+    atomic_store(&l->rc[r], rc);
+    atomic_fetch_add(&l->done, 1);
+}
+
+static uint64_t resolved_total(const rp_scatter_stats *st)
+{
+    uint64_t n = 0;
+
+    for (int i = 0; i < RP_SCATTER_OUTCOMES; i++)
+        n += st->resolved[i];
+    return n;
+}
+
+/*
+ * Issue 15 item 1: a scatter with timeout_ms 1000 asked with a 50 ms ask
+ * timeout.  The copies reply at 150 ms, after the caller's future failed:
+ * each reply returns RP_ETIMEDOUT (the value stays the job's; it used to
+ * return 0 and the value was lost), nothing counts as "first", and the
+ * scatter ended when the ask gave up (counted "timeout" by then, losers
+ * cancelled per cancel_losers) instead of staying open for 1000 ms.
+ */
+static void reply_after_ask_timeout(bool cancel)
+{
+    rp_pool *p = make_sg_pool(NR);
+    rp_router *rt = make_sg(p, 1000, cancel);
+    late l = {0};
+    rp_future *f = NULL;
+    rp_scatter_stats st;
+
+    cr_assert_eq(rp_router_ask(rt, late_job, &l, 50, &f), 0, "%s", rp_errmsg());
+    cr_assert_eq(rp_future_wait(f, 5000), 0);
+    cr_assert_eq(failed_with(f, RP_ETIMEDOUT)->routee, -1);
+    st = sstats(rt);
+    cr_expect_eq(st.resolved[RP_SCATTER_TIMEOUT], 1u, "the scatter did not end with the ask");
+    cr_expect_eq(st.latency_count, 1u);
+    cr_assert(wait_atomic_ge(&l.done, NR, 5000));
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    for (int i = 0; i < NR; i++) {
+        cr_expect_eq(atomic_load(&l.rc[i]), RP_ETIMEDOUT, "routee %d's late reply returned %s", i,
+                     rp_err_name(atomic_load(&l.rc[i])));
+        cr_expect_eq(atomic_load(&l.cancelled[i]), cancel, "routee %d: rp_job_cancelled()", i);
+    }
+    st = sstats(rt);
+    cr_expect_eq(st.resolved[RP_SCATTER_FIRST], 0u, "a refused reply counted as first");
+    cr_expect_eq(resolved_total(&st), 1u);
+    cr_expect_eq(st.latency_count, 1u);
+    rp_future_release(f);
+    rp_router_destroy(rt);
+    rp_pool_destroy(p);
+}
+
+Test(scatter, reply_after_the_callers_ask_timeout_is_refused_and_the_scatter_ends,
+     .timeout = 20)
+{
+    reply_after_ask_timeout(false);
+}
+
+Test(cancellation, callers_ask_timeout_cancels_the_running_copies, .timeout = 20)
+{
+    reply_after_ask_timeout(true);
 }
 
 /* ================= scatter: stopping ================= */
@@ -979,7 +1108,85 @@ Test(scatter, bare_tell_without_router_callback_goes_to_the_pools, .timeout = 20
     rp_pool_destroy(p);
 }
 
+/*
+ * Seed 004: "the router logs a warning" for a bare tell; issue 15 asks for
+ * the seed's words.  Also without any on_undelivered (router or pool): the
+ * call still returns 0, the counter counts it, the warning is logged.
+ */
+Test(scatter, bare_tell_warning_says_no_reply_target, .timeout = 20)
+{
+    rp_pool_options po;
+    rp_router_options ro;
+    rp_pool *p = NULL;
+    logcap lc;
+    sarg a;
+
+    rp_pool_options_init(&po);
+    po.routees = NR;
+    cr_assert_eq(rp_pool_create(&p, &po), 0, "%s", rp_errmsg());
+    logcap_init(&lc);
+    rp_router_options_init(&ro);
+    ro.name = NAME;
+    ro.log = logcap_fn;
+    ro.log_user = &lc;
+    rp_router *rt = make_sg_full(p, RP_SCATTER_TIMEOUT_MS, false, 0, &ro);
+    sarg_init(&a, ACT_REPLY, 0, 0, 0);
+
+    cr_assert_eq(rp_router_tell(rt, sjob, &a), 0, "%s", rp_errmsg());
+    cr_assert_eq(logcap_count(&lc, RP_LOG_WARN), 1);
+    cr_expect(strstr(lc.last_warn, "no reply target") != NULL, "warning \"%s\"", lc.last_warn);
+    cr_expect_eq(sstats(rt).resolved[RP_SCATTER_NO_REPLY_TARGET], 1u);
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    cr_expect_eq(runs(&a), 0);
+    rp_router_destroy(rt);
+    rp_pool_destroy(p);
+}
+
 /* ================= cancellation ================= */
+
+/*
+ * Seed 004, "Losing routees are not cancelled": with the default options a
+ * loser still queued when the scatter resolves runs to completion and its
+ * reply is refused with RP_ECANCELLED.  Routees 1 and 2 are held busy so
+ * their copies are queued when routee 0 wins.
+ */
+Test(cancellation, by_default_queued_losers_run_to_completion, .timeout = 20)
+{
+    rp_pool *p = make_sg_pool(NR);
+    rp_router_options ro;
+    rp_router *rt = NULL;
+    gate g;
+    sarg a, blocker;
+
+    rp_router_options_init(&ro);
+    ro.name = NAME;
+    cr_assert_eq(rp_router_create_scatter_gather(&rt, p, NULL, &ro), 0, "%s", rp_errmsg());
+    gate_init(&g);
+    sarg_init(&blocker, ACT_NONE, 0, 0, 0);
+    blocker.g = &g;
+    sarg_init(&a, ACT_REPLY, 0, 0, 0);
+    block_routee(p, 1, &blocker);
+    block_routee(p, 2, &blocker);
+    cr_assert(gate_wait_entered(&g, 2, 5000));
+    rp_future *f = ask(rt, &a);
+    cr_assert_eq(rp_future_wait(f, 5000), 0);
+    cr_assert_eq(rp_future_status(f), RP_FUTURE_FULFILLED);
+    cr_assert_eq(rp_future_routee(f), 0);
+    gate_open(&g);
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    cr_expect_eq(runs(&a), NR, "every loser ran");
+    cr_expect_eq(undel(&a), 0, "no loser was handed back");
+    for (int i = 1; i < NR; i++) {
+        cr_expect_eq(atomic_load(&a.rc[i]), RP_ECANCELLED, "loser %d's reply returned %s", i,
+                     rp_err_name(atomic_load(&a.rc[i])));
+        cr_expect_eq(atomic_load(&a.cancelled_at_start[i]), 0);
+    }
+    cr_expect_eq(sstats(rt).cancelled, 0u);
+    rp_future_release(f);
+    rp_router_destroy(rt);
+    rp_pool_destroy(p);
+    gate_destroy(&g);
+}
 
 Test(cancellation, queued_losers_are_skipped_and_handed_back, .timeout = 20)
 {
@@ -1727,6 +1934,28 @@ Test(sg_options, bad_timeout_and_interval_are_einval, .timeout = 20)
     expect_bad_sg(100, INFINITY, "interval_ms");
 }
 
+/* Issue 15 item 4: huge finite values overflowed the nanosecond deadline
+ * (every scatter failed at once, the second copy went out immediately). */
+Test(sg_options, timeout_and_interval_above_24_hours_are_einval, .timeout = 20)
+{
+    rp_pool *p = make_sg_pool(1);
+    rp_scatter_gather_options sg;
+    rp_router *rt = NULL;
+
+    expect_bad_sg(1e300, 0, "sg.timeout_ms");
+    expect_bad_sg(1e13, 0, "sg.timeout_ms");
+    expect_bad_sg(RP_SCATTER_MS_MAX + 1, 0, "sg.timeout_ms");
+    expect_bad_sg(100, 1e300, "sg.interval_ms");
+    expect_bad_sg(100, RP_SCATTER_MS_MAX + 1, "sg.interval_ms");
+    cr_assert_eq(RP_SCATTER_MS_MAX, 24.0 * 3600 * 1000);
+    rp_scatter_gather_options_init(&sg);
+    sg.timeout_ms = RP_SCATTER_MS_MAX;
+    sg.interval_ms = RP_SCATTER_MS_MAX;
+    cr_assert_eq(rp_router_create_scatter_gather(&rt, p, &sg, NULL), 0, "%s", rp_errmsg());
+    rp_router_destroy(rt);
+    rp_pool_destroy(p);
+}
+
 Test(sg_options, defaults_and_null_arguments, .timeout = 20)
 {
     rp_scatter_gather_options sg;
@@ -1734,7 +1963,7 @@ Test(sg_options, defaults_and_null_arguments, .timeout = 20)
     rp_scatter_gather_options_init(&sg);
     cr_assert_eq(sg.timeout_ms, RP_SCATTER_TIMEOUT_MS);
     cr_assert_eq(sg.timeout_ms, 4500.0);
-    cr_assert_eq(sg.cancel_losers, true);
+    cr_assert_eq(sg.cancel_losers, false, "seed 004: losers are not cancelled by default");
     cr_assert_eq(sg.interval_ms, 0.0);
     cr_assert_lt(RP_SCATTER_TIMEOUT_MS, (double)RP_ASK_TIMEOUT_MS);
 

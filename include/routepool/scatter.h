@@ -8,9 +8,18 @@
  * throughput; use it for idempotent reads.
  *
  * Reply targets: rp_router_ask() (a future) or rp_router_tell_reply() (a
- * callback).  A bare rp_router_tell() has no reply target: nothing is
- * scattered, a warning is logged, the no-reply-target outcome is counted,
- * arg is handed back (on_undelivered, RP_ENOREPLY) and the call returns 0.
+ * callback).  A bare rp_router_tell() or rp_router_tell_key() has no reply
+ * target and is not an error (seed 004: it "does not throw"):
+ *   - nothing is scattered, and the call returns 0;
+ *   - one warning per call is logged through the router's log callback
+ *     (stderr without one): "<name>: no reply target: a bare tell scatters
+ *     nothing, ...";
+ *   - the counter rp_scatter_stats.resolved[RP_SCATTER_NO_REPLY_TARGET]
+ *     (router_scatter_gather_resolved_total{outcome="no-reply-target"})
+ *     goes up by one, with no latency sample;
+ *   - arg is handed back with RP_ENOREPLY through the router's
+ *     on_undelivered, else the pool's; with neither, the library does not
+ *     touch arg again (as for any hand-back without a callback).
  *
  * Failure is always one aggregate error (RP_EAGGREGATE) whose message
  * starts with the router's name:
@@ -19,6 +28,15 @@
  *   "<name>: no routees left to scatter to"           no live routee (no members)
  *   "<name>: stopped while the scatter was still open" router or pool stopped (no members)
  * Members are in scatter order, one per routee asked.
+ *
+ * The caller's ask timeout (rp_router_ask(), rp_router_tell_reply()) is
+ * enforced by the scatter too: when it comes before timeout_ms the scatter
+ * ends there - the caller's future fails with a plain RP_ETIMEDOUT ("ask
+ * timed out", no members), the outcome counted is timeout, copies not yet
+ * started are skipped, running ones see rp_job_cancelled() when
+ * cancel_losers is set.  A reply or failure after the scatter resolved is
+ * refused: RP_ETIMEDOUT when it timed out (either deadline), RP_ECANCELLED
+ * when another routee won or it stopped; the value stays the job's.
  *
  * Copies share arg.  A copy that never runs (a cancelled loser, an expired
  * copy, one a full mailbox refused) is handed back on its own through the
@@ -40,18 +58,27 @@ extern "C" {
  *  caller is still listening when the aggregate error arrives. */
 #define RP_SCATTER_TIMEOUT_MS 4500.0
 
+/** Largest timeout_ms and interval_ms accepted, ms: 24 hours. */
+#define RP_SCATTER_MS_MAX 86400000.0
+
 typedef struct rp_scatter_gather_options {
-    /** Deadline of one whole scatter, ms: positive and finite.  Default
-     *  RP_SCATTER_TIMEOUT_MS.  Keep the caller's ask timeout above it. */
+    /** Deadline of one whole scatter, ms: positive, at most
+     *  RP_SCATTER_MS_MAX.  Default RP_SCATTER_TIMEOUT_MS.  Keep the
+     *  caller's ask timeout above it. */
     double timeout_ms;
-    /** Skip losing copies still queued when the scatter resolves, and
-     *  raise rp_job_cancelled() in running ones.  Default true.  With
-     *  false, losers run to completion and their replies are dropped. */
+    /** Default false (seed 004): losing copies run to completion and
+     *  their replies are refused (rp_job_reply() returns RP_ECANCELLED,
+     *  the value stays the job's).  true: skip losing copies still queued
+     *  when the scatter resolves (handed back RP_ECANCELLED, counted in
+     *  rp_scatter_stats.cancelled) and raise rp_job_cancelled() in running
+     *  ones - the better choice for idempotent CPU-bound work, where a
+     *  loser's work is pure waste (bench/scatter.c measures it). */
     bool cancel_losers;
     /** 0: send to every live routee at once (scatter-gather).  > 0:
      *  tail-chopping - send to one routee (rotating start), and to the
      *  next each interval_ms without a reply (or at once when a copy
-     *  fails), until one replies or timeout_ms passes.  Finite, >= 0. */
+     *  fails), until one replies or timeout_ms passes.  0 to
+     *  RP_SCATTER_MS_MAX. */
     double interval_ms;
 } rp_scatter_gather_options;
 

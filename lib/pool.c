@@ -709,6 +709,17 @@ static void set_busy(rp_routee *r, bool *busy, bool now)
 }
 
 
+/* Whether the next look may find a job: one we hold, one of our own
+ * queued, or one worth stealing.  Asked only on the way from idle to
+ * busy (a routee running job after job does not ask): a job that arrives
+ * just after a "no" is found by idle_sleep(), which looks again after
+ * announcing its sleep. */
+static bool work_in_sight(rp_routee *r)
+{
+    return r->stolen_next != r->stolen_count || !rp__mailbox_empty(&r->mb) ||
+           (r->pool->steal && any_stealable(r));
+}
+
 static void *routee_main(void *p)
 {
     rp_routee *r = p;
@@ -727,14 +738,18 @@ static void *routee_main(void *p)
             retire(r);
             break;
         }
-        /* Busy before the pop: the score depth + busy must not dip to 0
-         * between taking a job and starting it. */
-        set_busy(r, &busy, true);
-        if (next_job(r, &searching, &job)) {
-            stop_searching(r->pool, &searching);
-            set_running(r, &running, true);
-            run_job(r, &job);
-            continue;
+        /* Busy before the take: the score depth + busy must not dip to 0
+         * between taking a job and starting it.  But only with a job in
+         * sight: busy means "running a job", and a routee that looks and
+         * finds nothing (after its start, after a wake-up) is idle. */
+        if (busy || work_in_sight(r)) {
+            set_busy(r, &busy, true);
+            if (next_job(r, &searching, &job)) {
+                stop_searching(r->pool, &searching);
+                set_running(r, &running, true);
+                run_job(r, &job);
+                continue;
+            }
         }
         set_running(r, &running, false);
         set_busy(r, &busy, false);

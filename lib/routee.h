@@ -29,8 +29,9 @@ struct rp_routee {
     _Atomic bool foreign_stopped;
     /* Written by the owner around every job; read by routers. */
     RP_ALIGNED _Atomic int busy;
-    /* Set once the routee has taken a job and runs it (busy is set before
-     * the take, for the smallest-mailbox score): what thieves read, so a
+    /* Set once the routee has taken a job and runs it (busy is set just
+     * before the take, once a job is in sight, for the smallest-mailbox
+     * score; never by a look that finds nothing): what thieves read, so a
      * job the routee is about to take is not stolen from under it. */
     _Atomic int running;
     /* Counters the owner bumps per job, on a line of their own: the line

@@ -538,3 +538,39 @@ Test(pool, busy_reflects_a_running_job, .init = setup, .timeout = 10)
     rp_pool_destroy(p);
     gate_destroy(&g);
 }
+
+/* ---- issue 15 item 2: busy means "running a job" ---- */
+
+/* Every routee of p has slept once (its start and first look are over). */
+static bool all_slept(rp_pool *p)
+{
+    for (size_t i = 0; i < rp_pool_size(p); i++)
+        if (stats_of(p, i).sleeps == 0)
+            return false;
+    return true;
+}
+
+Test(pool, busy_is_never_true_on_1000_fresh_pools_that_never_ran_a_job,
+     .timeout = 120)
+{
+    int busy_pools = 0;
+
+    for (int k = 0; k < 1000; k++) {
+        rp_pool *p = NULL;
+        bool seen = false;
+        cr_assert_eq(make_pool(&p, "fresh", 2, 0, 0, rp_strategy_round_robin()), 0);
+        /* Watch from creation through every routee's first sleep: the
+         * window in which a routee used to count itself busy. */
+        const int64_t deadline = now_ms() + 5000;
+        bool slept = false;
+        while (!slept && now_ms() < deadline) {
+            slept = all_slept(p);
+            for (size_t i = 0; i < 2; i++)
+                seen |= rp_routee_busy(rp_pool_routee(p, i));
+        }
+        cr_assert(slept, "pool %d: a routee never went to sleep", k);
+        busy_pools += seen;
+        rp_pool_destroy(p);
+    }
+    cr_assert_eq(busy_pools, 0, "%d of 1000 idle pools showed a busy routee", busy_pools);
+}

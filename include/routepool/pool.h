@@ -279,7 +279,12 @@ int rp_routee_tell(rp_routee *r, rp_job_fn fn, void *arg);
  */
 int64_t rp_routee_depth(const rp_routee *r);
 
-/** True while the routee is running a job.  False for NULL and foreign routees. */
+/**
+ * True while the routee is running a job, counted from the moment it takes
+ * the job from a queue (so a job in flight is never invisible).  A routee
+ * that is idle, starting, or waking up to find nothing is not busy.  False
+ * for NULL and foreign routees.
+ */
 bool rp_routee_busy(const rp_routee *r);
 
 /**

@@ -129,7 +129,10 @@ rp_strategy rp_strategy_broadcast(void);
  * Smallest mailbox.  The scan starts at message_index % n and keeps the
  * routee with the strictly smallest score, stopping at the first score of
  * 0.  The score is the queued depth plus one while the routee is running a
- * job.  A stopped routee is skipped; a routee whose depth cannot be read (a
+ * job (counted from the moment it takes the job, so the score does not dip
+ * between the take and the start; an idle routee looking for work scores
+ * its depth only: on an idle pool every score is 0 and the strategy picks
+ * exactly what round-robin picks).  A stopped routee is skipped; a routee whose depth cannot be read (a
  * foreign routee without a depth callback, or one whose callback fails)
  * scores 0.  When every routee is stopped the job goes to routees[start],
  * which hands it back with RP_ESTOPPED (observable, never silent).

@@ -923,6 +923,7 @@ int rp_pool_create(rp_pool **out, const rp_pool_options *opts)
     pool->log = opts->log;
     pool->log_user = opts->log_user;
     atomic_init(&pool->abort, 0);
+    atomic_init(&pool->shut, false);
     atomic_init(&pool->idle_waiters, 0);
     rp__event_init(&pool->idle_ev);
     pthread_mutex_init(&pool->life, NULL);
@@ -1028,8 +1029,11 @@ int rp_pool_shutdown(rp_pool *pool, int mode)
         return rp__fail(RP_EBUSY, "rp_pool_shutdown: called from a routee of this pool");
     pthread_mutex_lock(&pool->life);
     if (!pool->joined) {
-        /* abort before close: a routee that sees the close must see the mode. */
+        /* abort before close: a routee that sees the close must see the
+         * mode; shut before close: a submit refused by a closed mailbox
+         * sees it and returns RP_ESHUTDOWN (pairs with rp__pool_shut()). */
         atomic_store_explicit(&pool->abort, mode == RP_SHUTDOWN_ABORT, memory_order_seq_cst);
+        atomic_store_explicit(&pool->shut, true, memory_order_seq_cst);
         for (unsigned i = 0; i < pool->n; i++)
             rp__mailbox_close(&pool->routees[i].mb, RP_ESHUTDOWN);
         stop_scatters(pool);

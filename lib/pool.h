@@ -27,6 +27,10 @@ struct rp_pool {
     bool steal;
     rp_router *router; /* the default router */
     _Atomic int abort;  /* shutdown mode is RP_SHUTDOWN_ABORT */
+    /* rp_pool_shutdown() was called: set before the mailboxes close, never
+     * cleared.  Read by the submit paths only once a delivery failed (or
+     * once per batch or scatter), never per job. */
+    _Atomic bool shut;
     pthread_mutex_t life; /* serialises shutdown and destroy */
     bool joined;
     /* rp_pool_wait_idle(): waiters announce themselves, idle routees
@@ -73,6 +77,13 @@ struct rp_pool {
 /* A producer queued a stealable job on target (after its fence): wake a
  * sleeping routee to steal it if target is busy and nobody is looking. */
 void rp__pool_stealable_queued(rp_pool *pool, rp_routee *target);
+
+/* Whether rp_pool_shutdown() was called on pool (NULL: false).  For the
+ * failure paths of submits, which then return RP_ESHUTDOWN. */
+static inline bool rp__pool_shut(const rp_pool *pool)
+{
+    return pool && atomic_load_explicit(&pool->shut, memory_order_acquire);
+}
 
 /* Hand a job back through the pool's callback (counted by the caller). */
 void rp__pool_handback(void *pool, void *arg, int reason);

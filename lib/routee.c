@@ -61,6 +61,8 @@ int rp_routee_tell(rp_routee *r, rp_job_fn fn, void *arg)
     if (!r || !fn)
         return rp__fail(RP_EINVAL, "rp_routee_tell: %s is NULL", r ? "fn" : "routee");
     rc = rp__routee_deliver(r, fn, arg, true);
+    if (rc == RP_ESTOPPED && rp__pool_shut(r->pool))
+        rc = RP_ESHUTDOWN; /* stopped before the shutdown */
     if (rc < 0)
         return rp__fail(rc, "rp_routee_tell: routee %d: %s", r->index, rp_strerror(rc));
     return 0;
@@ -214,6 +216,8 @@ int rp_routee_ask(rp_routee *r, rp_job_fn fn, void *arg, int timeout_ms, rp_futu
         (rc = rp__ask_begin(r->pool, deadline, &reply, out)) < 0)
         return rc;
     if ((rc = rp__routee_deliver_reply(r, fn, arg, true, &reply)) < 0) {
+        if (rc == RP_ESTOPPED && rp__pool_shut(r->pool))
+            rc = RP_ESHUTDOWN; /* stopped before the shutdown */
         rp__ask_abort(&reply, out);
         return rp__fail(rc, "rp_routee_ask: routee %d: %s", r->index, rp_strerror(rc));
     }

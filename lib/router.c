@@ -11,6 +11,12 @@
  * A job picked for a routee that stops between the pick and the delivery
  * is picked again (the strategy now skips that routee); only when every
  * routee is stopped is it handed back with RP_ESTOPPED.
+ *
+ * After rp_pool_shutdown() every submit returns RP_ESHUTDOWN and accepts
+ * nothing, also when some routee was stopped before (its mailbox says
+ * RP_ESTOPPED, not RP_ESHUTDOWN).  The pool's shut flag is read only where
+ * a delivery already failed or nothing is left to deliver to, and once per
+ * batch or scatter: never on a tell's way to a live mailbox.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -218,6 +224,13 @@ uint64_t rp_router_undelivered(const rp_router *rt)
     return rt ? atomic_load_explicit(&rt->undelivered, memory_order_relaxed) : 0;
 }
 
+/* Whether the pool behind rt - or, for a group router, routee r's pool -
+ * was shut down.  Only on failure paths. */
+static bool shut_down(const rp_router *rt, const rp_routee *r)
+{
+    return rp__pool_shut(rt->pool ? rt->pool : r ? r->pool : NULL);
+}
+
 /* A job no routee took: the router's callback, else the pool's.  Fails
  * the job's reply (and drops its reference) when it has one. */
 static void handback(rp_router *rt, const rp_routee *r, void *arg, int reason,
@@ -257,6 +270,9 @@ static int deliver_one(rp_router *rt, rp_route_state *st, size_t idx,
             break; /* every routee is stopped */
         idx = out[0];
     }
+    /* Every routee closed: by the shutdown, though one stopped earlier. */
+    if (rc == RP_ESTOPPED && shut_down(rt, rt->routees[idx]))
+        rc = RP_ESHUTDOWN;
     if (rc == RP_ESTOPPED || rc == RP_ESEND) {
         handback(rt, rt->routees[idx], arg, rc, reply);
         return 0;
@@ -325,6 +341,8 @@ static int route(rp_router *rt, rp_job_fn fn, void *arg, const void *key, size_t
     RP_PROBE4(route, rt->name, (int)rt->strategy.kind, cnt > 0 ? (long)out[0] : -1L, cnt);
     if (cnt < 0)
         handback(rt, NULL, arg, RP_EINVAL, reply);
+    else if (cnt == 0 && shut_down(rt, NULL))
+        rc = rp__fail(RP_ESHUTDOWN, "router %s: the pool is shut down", rt->name);
     else if (cnt == 0)
         handback(rt, NULL, arg, RP_ENOROUTEE, reply);
     else if (cnt == 1)
@@ -339,6 +357,8 @@ static int route(rp_router *rt, rp_job_fn fn, void *arg, const void *key, size_t
 /* A tell on a scatter-gather router has no reply target. */
 static int no_reply_target(rp_router *rt, void *arg)
 {
+    if (shut_down(rt, NULL))
+        return rp__fail(RP_ESHUTDOWN, "router %s: the pool is shut down", rt->name);
     rp__sg_no_reply_target(rt->sg);
     if (rt->on_undelivered)
         rt->on_undelivered(arg, RP_ENOREPLY, rt->undelivered_user);
@@ -482,10 +502,16 @@ int rp_router_tell_batch(rp_router *rt, rp_job_fn fn, void *const *args, size_t 
         return rp__fail(RP_EINVAL, "router %s: consistent hashing needs a key: use rp_router_tell_key",
                         rt->name);
     if (rt->sg || rt->strategy.kind == RP_STRATEGY_BROADCAST) {
-        /* Every job is handed back (no reply target) or fanned out. */
-        for (size_t i = 0; i < n; i++)
-            if ((rc = rp_router_tell(rt, fn, args[i])) < 0 && !first)
-                first = rc;
+        /* Every job is handed back (no reply target) or fanned out; one a
+         * tell refuses (after a shutdown) is handed back too, as a batch
+         * does with every job it cannot queue. */
+        for (size_t i = 0; i < n; i++) {
+            if ((rc = rp_router_tell(rt, fn, args[i])) < 0) {
+                handback(rt, NULL, args[i], rc, NULL);
+                if (!first)
+                    first = rc;
+            }
+        }
         return first;
     }
     if (needs_heap_choices(rt) && !(out = malloc(sizeof *out * rt->n)))
@@ -525,6 +551,8 @@ static int scatter_ask(rp_router *rt, rp_job_fn fn, void *arg, rp_future **out)
     size_t n = 0;
     int rc;
 
+    if (shut_down(rt, NULL))
+        return rp__fail(RP_ESHUTDOWN, "router %s: the pool is shut down", rt->name);
     if (rt->n > STACK_CHOICES && !(live = malloc(sizeof *live * rt->n)))
         return rp__fail(RP_ENOMEM, "router %s: out of memory", rt->name);
     for (size_t i = 0; i < rt->n; i++)
@@ -619,6 +647,8 @@ int rp_router_broadcast(rp_router *rt, rp_job_fn fn, void *arg)
         if ((rc = rp__routee_deliver(r, fn, arg, true)) < 0)
             handback(rt, r, arg, rc, NULL);
     }
+    if (live == 0 && shut_down(rt, rt->n ? rt->routees[0] : NULL))
+        return rp__fail(RP_ESHUTDOWN, "router %s: the pool is shut down", rt->name);
     if (live == 0)
         return rp__fail(RP_ENOROUTEE, "router %s: no live routee to broadcast to", rt->name);
     return 0;

@@ -257,8 +257,7 @@ static void shutdown_with_queue(int mode, probe *holds, probe (*q)[50],
     probe_init(&late, &LOG, 999, NULL);
     cr_assert_eq(rp_pool_submit(p, probe_job, &late), RP_ESHUTDOWN);
     const int trc = rp_routee_tell(rp_pool_routee(p, 0), probe_job, &late);
-    cr_assert(trc == RP_ESHUTDOWN || trc == RP_ESTOPPED,
-              "tell after shutdown: %s", rp_err_name(trc));
+    cr_assert_eq(trc, RP_ESHUTDOWN, "tell after shutdown: %s", rp_err_name(trc));
     cr_assert_eq(rp_pool_wait_idle(p, 1000), 0);
     cr_assert_eq(rp_pool_shutdown(p, mode), 0, "second shutdown is a no-op");
     rp_pool_destroy(p);
@@ -573,4 +572,96 @@ Test(pool, busy_is_never_true_on_1000_fresh_pools_that_never_ran_a_job,
         rp_pool_destroy(p);
     }
     cr_assert_eq(busy_pools, 0, "%d of 1000 idle pools showed a busy routee", busy_pools);
+}
+
+/* ---- issue 15 item 3: after shutdown, every submit path says so ---- */
+
+static atomic_int late_replies;
+
+static void late_reply_cb(rp_future *f, void *user)
+{
+    (void)f;
+    (void)user;
+    atomic_fetch_add(&late_replies, 1);
+}
+
+static rp_router *router_with(rp_pool *p, rp_strategy s)
+{
+    rp_router_options o;
+    rp_router_options_init(&o);
+    o.strategy = s;
+    o.on_undelivered = probe_undelivered;
+    rp_router *rt = NULL;
+    cr_assert_eq(rp_router_create(&rt, p, &o), 0, "%s", rp_errmsg());
+    return rt;
+}
+
+/* Every way of submitting, once, with one probe; each must refuse it.
+ * Batches hand each job they cannot queue back (router.h): bp's three
+ * probes come back once per batch call. */
+static void expect_all_refused(rp_pool *p, rp_router *const rts[3], probe *pr, probe *bp)
+{
+    rp_router *rr = rts[0], *bc = rts[1], *sg = rts[2];
+    void *args[3] = {&bp[0], &bp[1], &bp[2]};
+    rp_future *f = (rp_future *)1;
+    struct { const char *what; int rc; } got[] = {
+        {"rp_pool_submit", rp_pool_submit(p, probe_job, pr)},
+        {"rp_pool_submit_batch", rp_pool_submit_batch(p, probe_job, args, 3)},
+        {"rp_router_tell", rp_router_tell(rr, probe_job, pr)},
+        {"rp_router_tell_key", rp_router_tell_key(rr, "k", 1, probe_job, pr)},
+        {"rp_router_tell_batch", rp_router_tell_batch(rr, probe_job, args, 3)},
+        {"rp_router_ask", rp_router_ask(rr, probe_job, pr, 1000, &f)},
+        {"rp_router_tell_reply",
+         rp_router_tell_reply(rr, probe_job, pr, 1000, late_reply_cb, NULL)},
+        {"rp_router_broadcast", rp_router_broadcast(rr, probe_job, pr)},
+        {"rp_router_tell (broadcast router)", rp_router_tell(bc, probe_job, pr)},
+        {"rp_router_ask (broadcast router)", rp_router_ask(bc, probe_job, pr, 1000, &f)},
+        {"rp_router_tell_batch (broadcast router)", rp_router_tell_batch(bc, probe_job, args, 3)},
+        {"rp_router_ask (scatter-gather)", rp_router_ask(sg, probe_job, pr, 1000, &f)},
+        {"rp_router_tell (scatter-gather)", rp_router_tell(sg, probe_job, pr)},
+        {"rp_routee_tell (live before)", rp_routee_tell(rp_pool_routee(p, 0), probe_job, pr)},
+        {"rp_routee_tell (stopped before)", rp_routee_tell(rp_pool_routee(p, 1), probe_job, pr)},
+        {"rp_routee_ask (stopped before)",
+         rp_routee_ask(rp_pool_routee(p, 1), probe_job, pr, 1000, &f)},
+    };
+    for (size_t i = 0; i < sizeof got / sizeof got[0]; i++)
+        cr_assert_eq(got[i].rc, RP_ESHUTDOWN, "%s after shutdown: %s (%s)", got[i].what,
+                     rp_err_name(got[i].rc), rp_errmsg());
+    cr_assert_null(f, "a refused ask leaves no future");
+}
+
+Test(shutdown, every_submit_path_returns_eshutdown_even_with_a_routee_stopped_before,
+     .init = setup, .timeout = 30)
+{
+    rp_pool *p = NULL;
+    cr_assert_eq(make_pool(&p, "sdall", 2, 0, 0, rp_strategy_round_robin()), 0);
+    rp_router *rts[3] = {router_with(p, rp_strategy_round_robin()),
+                         router_with(p, rp_strategy_broadcast()), NULL};
+    cr_assert_eq(rp_router_create_scatter_gather(&rts[2], p, NULL, NULL), 0, "%s", rp_errmsg());
+    cr_assert_eq(rp_routee_stop(rp_pool_routee(p, 1)), 0);
+    cr_assert_eq(rp_pool_shutdown(p, RP_SHUTDOWN_DRAIN), 0);
+    atomic_init(&late_replies, 0);
+    /* Rounds: the round-robin index lands on the stopped routee every
+     * other job, which used to return 0 and hand the job back. */
+    probe pr[50], bp[50][3];
+    probe_init_n(pr, 50, &LOG, 0, NULL);
+    for (int k = 0; k < 50; k++) {
+        probe_init_n(bp[k], 3, &LOG, 100 + 3 * k, NULL);
+        expect_all_refused(p, rts, &pr[k], bp[k]);
+    }
+    for (int k = 0; k < 50; k++) {
+        cr_assert_eq(probe_runs(&pr[k]), 0);
+        cr_assert_eq(probe_undel(&pr[k]), 0, "job %d was accepted and handed back (%s)", k,
+                     rp_err_name(atomic_load(&pr[k].reason)));
+        for (int j = 0; j < 3; j++) {
+            cr_assert_eq(probe_runs(&bp[k][j]), 0);
+            cr_assert_eq(probe_undel(&bp[k][j]), 3, "one hand-back per batch call");
+            cr_assert_eq(atomic_load(&bp[k][j].reason), RP_ESHUTDOWN, "%s",
+                         rp_err_name(atomic_load(&bp[k][j].reason)));
+        }
+    }
+    cr_assert_eq(atomic_load(&late_replies), 0, "no reply callback for a refused job");
+    for (int i = 0; i < 3; i++)
+        rp_router_destroy(rts[i]);
+    rp_pool_destroy(p);
 }

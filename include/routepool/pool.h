@@ -198,7 +198,8 @@ int rp_pool_create(rp_pool **out, const rp_pool_options *opts);
  *   RP_EINVAL     pool or fn is NULL, or the default strategy is consistent
  *                 hashing (use rp_router_tell_key());
  *   RP_EFULL      bounded mailbox full under RP_OVERFLOW_REJECT;
- *   RP_ESHUTDOWN  rp_pool_shutdown() was called;
+ *   RP_ESHUTDOWN  rp_pool_shutdown() was called (also when some routee was
+ *                 stopped before it): not accepted, nothing handed back;
  *   RP_ENOMEM     no memory for the job record.
  * Thread-safe; may be called from inside a job.
  */
@@ -268,7 +269,8 @@ rp_routee *rp_pool_routee(rp_pool *pool, size_t i);
  * back, never elsewhere.  Works for foreign routees too (their send
  * callback is called).
  * @return as rp_pool_submit(), plus RP_ESTOPPED when the routee is stopped
- *         (not accepted; arg stays the caller's).
+ *         (not accepted; arg stays the caller's).  Once the pool is shut
+ *         down: RP_ESHUTDOWN, also for a routee stopped before.
  */
 int rp_routee_tell(rp_routee *r, rp_job_fn fn, void *arg);
 

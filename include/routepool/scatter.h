@@ -20,6 +20,10 @@
  *   "<name>: stopped while the scatter was still open" router or pool stopped (no members)
  * Members are in scatter order, one per routee asked.
  *
+ * After rp_pool_shutdown() rp_router_ask(), rp_router_tell_reply() and
+ * rp_router_tell() on a scatter-gather router return RP_ESHUTDOWN: nothing
+ * is scattered, counted or handed back, and arg stays the caller's.
+ *
  * Copies share arg.  A copy that never runs (a cancelled loser, an expired
  * copy, one a full mailbox refused) is handed back on its own through the
  * pool's on_undelivered, so arg may come back several times.

@@ -31,8 +31,13 @@ struct rp_pool {
      * cleared.  Read by the submit paths only once a delivery failed (or
      * once per batch or scatter), never per job. */
     _Atomic bool shut;
-    pthread_mutex_t life; /* serialises shutdown and destroy */
-    bool joined;
+    /* Shutdown's states, under life: closing once the mailboxes are
+     * closed, joining while one caller joins the routees, joined after.
+     * life is never held while user code runs (callbacks, jobs) nor while
+     * joining; later callers wait on life_cv for the joiner. */
+    pthread_mutex_t life;
+    pthread_cond_t life_cv;
+    bool closing, joining, joined;
     /* rp_pool_wait_idle(): waiters announce themselves, idle routees
      * broadcast. */
     RP_ALIGNED _Atomic uint32_t idle_waiters;

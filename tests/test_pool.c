@@ -665,3 +665,85 @@ Test(shutdown, every_submit_path_returns_eshutdown_even_with_a_routee_stopped_be
         rp_router_destroy(rts[i]);
     rp_pool_destroy(p);
 }
+
+/* ---- issue 15 items 6 and 7: callbacks that shut down or destroy ---- */
+
+typedef struct teardown_cb {
+    rp_pool *pool;
+    gate *gate;
+    atomic_int calls;
+    atomic_int shutdown_rc;
+    atomic_bool on_test_thread;
+    pthread_t test_thread;
+} teardown_cb;
+
+static void teardown_cb_init(teardown_cb *t, rp_pool *p, gate *g)
+{
+    t->pool = p;
+    t->gate = g;
+    atomic_init(&t->calls, 0);
+    atomic_init(&t->shutdown_rc, 1);
+    atomic_init(&t->on_test_thread, false);
+    t->test_thread = pthread_self();
+}
+
+static rp_pool *logged_pool(const char *name, unsigned routees, logcap *lc)
+{
+    rp_pool_options o;
+    rp_pool_options_init(&o);
+    o.name = name;
+    o.routees = routees;
+    o.on_undelivered = probe_undelivered;
+    o.log = logcap_fn;
+    o.log_user = lc;
+    rp_pool *p = NULL;
+    cr_assert_eq(rp_pool_create(&p, &o), 0, "%s", rp_errmsg());
+    return p;
+}
+
+/* Let the blocked job go, shut the pool down from inside the shutdown
+ * that runs us, then try to destroy it. */
+static void shutdown_then_destroy_cb(rp_future *f, void *user)
+{
+    teardown_cb *t = user;
+    (void)f;
+    atomic_store(&t->on_test_thread, pthread_equal(pthread_self(), t->test_thread) != 0);
+    gate_open(t->gate);
+    atomic_store(&t->shutdown_rc, rp_pool_shutdown(t->pool, RP_SHUTDOWN_DRAIN));
+    rp_pool_destroy(t->pool); /* refused: the outer shutdown still runs */
+    atomic_fetch_add(&t->calls, 1);
+}
+
+Test(shutdown, a_future_callback_run_by_shutdown_may_shut_down_and_destroy_the_pool,
+     .init = setup, .timeout = 30)
+{
+    logcap lc;
+    logcap_init(&lc);
+    rp_pool *p = logged_pool("cbsd", 2, &lc);
+    rp_router *sg = NULL;
+    cr_assert_eq(rp_router_create_scatter_gather(&sg, p, NULL, NULL), 0, "%s", rp_errmsg());
+    gate g;
+    gate_init(&g);
+    probe pr;
+    probe_init(&pr, &LOG, 0, &g);
+    teardown_cb t;
+    teardown_cb_init(&t, p, &g);
+    rp_future *f = NULL;
+    /* The scatter stays open: both copies wait on the gate. */
+    cr_assert_eq(rp_router_ask(sg, probe_job, &pr, 0, &f), 0, "%s", rp_errmsg());
+    cr_assert_eq(rp_future_on_complete(f, shutdown_then_destroy_cb, &t), 0);
+    cr_assert(gate_wait_entered(&g, 2, 5000));
+    /* Used to deadlock: the callback ran under pool->life. */
+    cr_assert_eq(rp_pool_shutdown(p, RP_SHUTDOWN_DRAIN), 0);
+    cr_assert_eq(atomic_load(&t.calls), 1);
+    cr_assert(atomic_load(&t.on_test_thread), "stop_scatters runs callbacks in the caller");
+    cr_assert_eq(atomic_load(&t.shutdown_rc), 0, "the nested shutdown joins and returns 0");
+    cr_assert_eq(logcap_count(&lc, RP_LOG_ERROR), 1, "the nested destroy is refused, logged");
+    cr_assert_eq(probe_runs(&pr), 2, "both copies ran (drain)");
+    for (size_t i = 0; i < 2; i++)
+        cr_assert(rp_routee_stopped(rp_pool_routee(p, i)));
+    rp_future_release(f);
+    rp_router_destroy(sg);
+    rp_pool_destroy(p);
+    gate_destroy(&g);
+}

@@ -1093,6 +1093,8 @@ static bool may_destroy(rp_pool *pool)
 
     if (current_routee && current_routee->pool == pool)
         why = "from a routee of pool";
+    else if (rp__timer_current(&pool->timer))
+        why = "from the timer thread of pool";
     else if (closing_pool == pool)
         why = "from a callback that rp_pool_shutdown() or rp_pool_destroy() runs for pool";
     if (why)

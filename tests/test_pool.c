@@ -747,3 +747,49 @@ Test(shutdown, a_future_callback_run_by_shutdown_may_shut_down_and_destroy_the_p
     rp_pool_destroy(p);
     gate_destroy(&g);
 }
+
+/* On the timer thread (the ask's deadline): let the job go and try to
+ * destroy the pool. */
+static void destroy_on_timer_cb(rp_future *f, void *user)
+{
+    teardown_cb *t = user;
+    (void)f;
+    atomic_store(&t->on_test_thread, pthread_equal(pthread_self(), t->test_thread) != 0);
+    gate_open(t->gate);
+    rp_pool_destroy(t->pool); /* refused on the timer thread */
+    atomic_fetch_add_explicit(&t->calls, 1, memory_order_release);
+}
+
+Test(pool, destroy_from_a_future_callback_on_the_timer_thread_is_refused_and_logged,
+     .init = setup, .timeout = 30)
+{
+    logcap lc;
+    logcap_init(&lc);
+    rp_pool *p = logged_pool("cbtm", 1, &lc);
+    gate g;
+    gate_init(&g);
+    probe pr;
+    probe_init(&pr, &LOG, 0, &g);
+    teardown_cb t;
+    teardown_cb_init(&t, p, &g);
+    rp_future *f = NULL;
+    cr_assert_eq(rp_router_ask(rp_pool_router(p), probe_job, &pr, 50, &f), 0, "%s",
+                 rp_errmsg());
+    cr_assert_eq(rp_future_on_complete(f, destroy_on_timer_cb, &t), 0);
+    cr_assert(gate_wait_entered(&g, 1, 5000));
+    /* The deadline fails the ask on the timer thread, which runs t. */
+    cr_assert(wait_atomic_ge(&t.calls, 1, 10000), "the callback did not run");
+    cr_assert_not(atomic_load(&t.on_test_thread));
+    cr_assert_eq(rp_future_status(f), RP_FUTURE_FAILED);
+    cr_assert_eq(logcap_count(&lc, RP_LOG_ERROR), 1, "the refusal is logged");
+    /* The pool is still whole: it runs a job and shuts down normally. */
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    probe after;
+    probe_init(&after, &LOG, 1, NULL);
+    cr_assert_eq(rp_pool_submit(p, probe_job, &after), 0);
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    cr_assert_eq(probe_runs(&after), 1);
+    rp_future_release(f);
+    rp_pool_destroy(p);
+    gate_destroy(&g);
+}

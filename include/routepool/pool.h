@@ -238,7 +238,11 @@ int rp_pool_wait_idle(rp_pool *pool, int timeout_ms);
  * RP_ESHUTDOWN.  With RP_SHUTDOWN_DRAIN every queued job runs first; with
  * RP_SHUTDOWN_ABORT running jobs finish and queued ones are handed back
  * with RP_ESHUTDOWN.  Returns once every routee thread has exited.
- * Calling it again is a no-op returning 0.
+ * Calling it again is a no-op returning 0 (once the routee threads exited).
+ * Open scatters fail at once ("stopped ..."): their futures' callbacks run
+ * in this call, with no library lock held, and may call rp_pool_shutdown()
+ * on the same pool (it returns 0 once the routees exited) but not destroy
+ * it (rp_pool_destroy() refuses, see there).
  *
  * @return 0, RP_EINVAL (NULL pool or unknown mode), or RP_EBUSY when called
  *         from one of the pool's own routee threads.
@@ -249,8 +253,15 @@ int rp_pool_shutdown(rp_pool *pool, int mode);
 /**
  * Shut the pool down (RP_SHUTDOWN_DRAIN if not done yet), join every
  * thread and free everything.  Accepts NULL.  Must not be called while
- * another thread uses the pool, nor from a routee thread (then it does
- * nothing but log an error).
+ * another thread uses the pool.  Refused - it does nothing but log an
+ * error (RP_LOG_ERROR), and the pool stays whole and usable - when called
+ * from a thread the pool itself runs or waits on:
+ *   - a routee thread of the pool (a job, or a callback a job ran);
+ *   - the pool's timer thread (a future callback run by an ask deadline or
+ *     a scatter timer: future.h says callbacks may run there);
+ *   - a callback that rp_pool_shutdown() or rp_pool_destroy() of the same
+ *     pool runs (an open scatter's future failing "stopped").
+ * Destroy the pool from another thread after such a callback signalled it.
  */
 void rp_pool_destroy(rp_pool *pool);
 

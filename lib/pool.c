@@ -957,14 +957,14 @@ int rp_pool_submit(rp_pool *pool, rp_job_fn fn, void *arg)
 {
     if (!pool)
         return rp__fail(RP_EINVAL, "rp_pool_submit: pool is NULL");
-    return rp_router_tell(pool->router, fn, arg);
+    return rp__router_tell(pool->router, fn, arg, "rp_pool_submit");
 }
 
 int rp_pool_submit_batch(rp_pool *pool, rp_job_fn fn, void *const *args, size_t n)
 {
     if (!pool)
         return rp__fail(RP_EINVAL, "rp_pool_submit_batch: pool is NULL");
-    return rp_router_tell_batch(pool->router, fn, args, n);
+    return rp__router_tell_batch(pool->router, fn, args, n, "rp_pool_submit_batch");
 }
 
 rp_router *rp_pool_router(rp_pool *pool)

@@ -97,6 +97,12 @@ void rp__pool_handback(void *pool, void *arg, int reason);
 int rp__pool_add_sg(rp_pool *pool, struct rp__sg *sg);
 void rp__pool_remove_sg(rp_pool *pool, struct rp__sg *sg);
 
+/* rp_router_tell() and rp_router_tell_batch() for func, the public
+ * function the user called (named in rp_errmsg()). */
+int rp__router_tell(rp_router *rt, rp_job_fn fn, void *arg, const char *func);
+int rp__router_tell_batch(rp_router *rt, rp_job_fn fn, void *const *args, size_t n,
+                          const char *func);
+
 /* Router internals the pool needs for its default router. */
 int rp__router_create_for_pool(rp_router **out, rp_pool *pool,
                                const rp_strategy *strategy, bool is_default);

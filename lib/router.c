@@ -257,7 +257,8 @@ static void handback(rp_router *rt, const rp_routee *r, void *arg, int reason,
  * job (and reply's reference) went to a routee or was handed back;
  * negative: not accepted, the caller keeps both. */
 static int deliver_one(rp_router *rt, rp_route_state *st, size_t idx,
-                       rp_job_fn fn, void *arg, size_t *out, rp__reply *reply)
+                       rp_job_fn fn, void *arg, size_t *out, rp__reply *reply,
+                       const char *func)
 {
     int rc = 0;
 
@@ -278,7 +279,7 @@ static int deliver_one(rp_router *rt, rp_route_state *st, size_t idx,
         return 0;
     }
     if (rc < 0)
-        return rp__fail(rc, "router %s: %s", rt->name, rp_strerror(rc));
+        return rp__fail(rc, "%s: router %s: %s", func, rt->name, rp_strerror(rc));
     return 0;
 }
 
@@ -321,7 +322,7 @@ static bool needs_heap_choices(const rp_router *rt)
 }
 
 static int route(rp_router *rt, rp_job_fn fn, void *arg, const void *key, size_t key_len,
-                 rp__reply *reply)
+                 rp__reply *reply, const char *func)
 {
     size_t local[STACK_CHOICES], *out = local;
     rp_route_state st = {0};
@@ -335,18 +336,18 @@ static int route(rp_router *rt, rp_job_fn fn, void *arg, const void *key, size_t
         st.pinned = true;
     }
     if (needs_heap_choices(rt) && !(out = malloc(sizeof *out * rt->n)))
-        return rp__fail(RP_ENOMEM, "router %s: out of memory", rt->name);
+        return rp__fail(RP_ENOMEM, "%s: router %s: out of memory", func, rt->name);
     RP_PROBE3(submit, rt->name, st.message_index, key != NULL);
     cnt = rp_strategy_pick(&rt->strategy, &st, rt->routees, rt->n, out);
     RP_PROBE4(route, rt->name, (int)rt->strategy.kind, cnt > 0 ? (long)out[0] : -1L, cnt);
     if (cnt < 0)
         handback(rt, NULL, arg, RP_EINVAL, reply);
     else if (cnt == 0 && shut_down(rt, NULL))
-        rc = rp__fail(RP_ESHUTDOWN, "router %s: the pool is shut down", rt->name);
+        rc = rp__fail(RP_ESHUTDOWN, "%s: router %s: the pool is shut down", func, rt->name);
     else if (cnt == 0)
         handback(rt, NULL, arg, RP_ENOROUTEE, reply);
     else if (cnt == 1)
-        rc = deliver_one(rt, &st, out[0], fn, arg, out, reply);
+        rc = deliver_one(rt, &st, out[0], fn, arg, out, reply, func);
     else
         rc = fan_out(rt, out, cnt, fn, arg, reply);
     if (out != local)
@@ -355,10 +356,10 @@ static int route(rp_router *rt, rp_job_fn fn, void *arg, const void *key, size_t
 }
 
 /* A tell on a scatter-gather router has no reply target. */
-static int no_reply_target(rp_router *rt, void *arg)
+static int no_reply_target(rp_router *rt, void *arg, const char *func)
 {
     if (shut_down(rt, NULL))
-        return rp__fail(RP_ESHUTDOWN, "router %s: the pool is shut down", rt->name);
+        return rp__fail(RP_ESHUTDOWN, "%s: router %s: the pool is shut down", func, rt->name);
     rp__sg_no_reply_target(rt->sg);
     if (rt->on_undelivered)
         rt->on_undelivered(arg, RP_ENOREPLY, rt->undelivered_user);
@@ -367,16 +368,21 @@ static int no_reply_target(rp_router *rt, void *arg)
     return 0;
 }
 
-int rp_router_tell(rp_router *rt, rp_job_fn fn, void *arg)
+int rp__router_tell(rp_router *rt, rp_job_fn fn, void *arg, const char *func)
 {
     if (!rt || !fn)
-        return rp__fail(RP_EINVAL, "rp_router_tell: %s is NULL", rt ? "fn" : "router");
+        return rp__fail(RP_EINVAL, "%s: %s is NULL", func, rt ? "fn" : "router");
     if (rt->sg)
-        return no_reply_target(rt, arg);
+        return no_reply_target(rt, arg, func);
     if (rt->strategy.kind == RP_STRATEGY_CONSISTENT_HASH)
-        return rp__fail(RP_EINVAL, "router %s: consistent hashing needs a key: use rp_router_tell_key",
-                        rt->name);
-    return route(rt, fn, arg, NULL, 0, NULL);
+        return rp__fail(RP_EINVAL, "%s: router %s: consistent hashing needs a key: use "
+                        "rp_router_tell_key", func, rt->name);
+    return route(rt, fn, arg, NULL, 0, NULL, func);
+}
+
+int rp_router_tell(rp_router *rt, rp_job_fn fn, void *arg)
+{
+    return rp__router_tell(rt, fn, arg, "rp_router_tell");
 }
 
 int rp_router_tell_key(rp_router *rt, const void *key, size_t key_len,
@@ -387,8 +393,8 @@ int rp_router_tell_key(rp_router *rt, const void *key, size_t key_len,
                         !rt ? "router is NULL" : !fn ? "fn is NULL"
                         : !key ? "key is NULL" : "key_len is 0");
     if (rt->sg)
-        return no_reply_target(rt, arg);
-    return route(rt, fn, arg, key, key_len, NULL);
+        return no_reply_target(rt, arg, "rp_router_tell_key");
+    return route(rt, fn, arg, key, key_len, NULL, "rp_router_tell_key");
 }
 
 /*
@@ -411,7 +417,7 @@ static int batch_single(rp_router *rt, uint64_t index, size_t idx, rp_job_fn fn,
     int rc;
 
     st.message_index = index;
-    if ((rc = deliver_one(rt, &st, idx, fn, arg, out, NULL)) < 0)
+    if ((rc = deliver_one(rt, &st, idx, fn, arg, out, NULL, "batch")) < 0)
         handback(rt, rt->routees[idx], arg, rc, NULL);
     return rc;
 }
@@ -490,23 +496,23 @@ static int batch_chunk(rp_router *rt, rp_job_fn fn, void *const *args, size_t n,
     return first;
 }
 
-int rp_router_tell_batch(rp_router *rt, rp_job_fn fn, void *const *args, size_t n)
+int rp__router_tell_batch(rp_router *rt, rp_job_fn fn, void *const *args, size_t n,
+                          const char *func)
 {
     size_t local[STACK_CHOICES], *out = local, chunk;
     int rc, first = 0;
 
     if (!rt || !fn || (!args && n))
-        return rp__fail(RP_EINVAL, "rp_router_tell_batch: %s is NULL",
-                        !rt ? "router" : !fn ? "fn" : "args");
+        return rp__fail(RP_EINVAL, "%s: %s is NULL", func, !rt ? "router" : !fn ? "fn" : "args");
     if (rt->strategy.kind == RP_STRATEGY_CONSISTENT_HASH)
-        return rp__fail(RP_EINVAL, "router %s: consistent hashing needs a key: use rp_router_tell_key",
-                        rt->name);
+        return rp__fail(RP_EINVAL, "%s: router %s: consistent hashing needs a key: use "
+                        "rp_router_tell_key", func, rt->name);
     if (rt->sg || rt->strategy.kind == RP_STRATEGY_BROADCAST) {
         /* Every job is handed back (no reply target) or fanned out; one a
          * tell refuses (after a shutdown) is handed back too, as a batch
          * does with every job it cannot queue. */
         for (size_t i = 0; i < n; i++) {
-            if ((rc = rp_router_tell(rt, fn, args[i])) < 0) {
+            if ((rc = rp__router_tell(rt, fn, args[i], func)) < 0) {
                 handback(rt, NULL, args[i], rc, NULL);
                 if (!first)
                     first = rc;
@@ -515,7 +521,7 @@ int rp_router_tell_batch(rp_router *rt, rp_job_fn fn, void *const *args, size_t 
         return first;
     }
     if (needs_heap_choices(rt) && !(out = malloc(sizeof *out * rt->n)))
-        return rp__fail(RP_ENOMEM, "router %s: out of memory", rt->name);
+        return rp__fail(RP_ENOMEM, "%s: router %s: out of memory", func, rt->name);
     chunk = rt->strategy.kind == RP_STRATEGY_SMALLEST_MAILBOX ||
             rt->strategy.kind == RP_STRATEGY_CUSTOM ? 1 : BATCH_CHUNK;
     for (size_t i = 0; i < n; i += chunk) {
@@ -528,9 +534,14 @@ int rp_router_tell_batch(rp_router *rt, rp_job_fn fn, void *const *args, size_t 
     if (out != local)
         free(out);
     if (first < 0)
-        return rp__fail(first, "router %s: rp_router_tell_batch: some jobs were handed back (%s)",
-                        rt->name, rp_strerror(first));
+        return rp__fail(first, "%s: router %s: some jobs were handed back (%s)",
+                        func, rt->name, rp_strerror(first));
     return 0;
+}
+
+int rp_router_tell_batch(rp_router *rt, rp_job_fn fn, void *const *args, size_t n)
+{
+    return rp__router_tell_batch(rt, fn, args, n, "rp_router_tell_batch");
 }
 
 /* The pool whose timer enforces a group router's ask deadlines. */
@@ -544,7 +555,8 @@ static rp_pool *timer_pool(const rp_router *rt)
     return NULL;
 }
 
-static int scatter_ask(rp_router *rt, rp_job_fn fn, void *arg, rp_future **out)
+static int scatter_ask(rp_router *rt, rp_job_fn fn, void *arg, rp_future **out,
+                       const char *func)
 {
     rp_routee *local[STACK_CHOICES], **live = local;
     uint64_t index = atomic_fetch_add_explicit(&rt->message_index, 1, memory_order_relaxed);
@@ -552,45 +564,57 @@ static int scatter_ask(rp_router *rt, rp_job_fn fn, void *arg, rp_future **out)
     int rc;
 
     if (shut_down(rt, NULL))
-        return rp__fail(RP_ESHUTDOWN, "router %s: the pool is shut down", rt->name);
+        return rp__fail(RP_ESHUTDOWN, "%s: router %s: the pool is shut down", func, rt->name);
     if (rt->n > STACK_CHOICES && !(live = malloc(sizeof *live * rt->n)))
-        return rp__fail(RP_ENOMEM, "router %s: out of memory", rt->name);
+        return rp__fail(RP_ENOMEM, "%s: router %s: out of memory", func, rt->name);
     for (size_t i = 0; i < rt->n; i++)
         if (!rp__routee_stopped(rt->routees[i]))
             live[n++] = rt->routees[i];
-    rc = rp__sg_ask(rt->sg, live, n, index, fn, arg, out);
+    if ((rc = rp__sg_ask(rt->sg, live, n, index, fn, arg, out)) < 0) {
+        char why[200]; /* scatter.c's message, behind the caller's name */
+        snprintf(why, sizeof why, "%s", rp_errmsg());
+        rp__fail(rc, "%s: %s", func, why);
+    }
     if (live != local)
         free(live);
     return rc;
 }
 
-int rp_router_ask(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms, rp_future **out)
+/* rp_router_ask() for func, the function the user called. */
+static int ask(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms, rp_future **out,
+               const char *func)
 {
     rp__reply reply;
     int64_t deadline;
     int rc;
 
-    if (!out)
-        return rp__fail(RP_EINVAL, "rp_router_ask: out is NULL");
     *out = NULL;
     if (!rt || !fn)
-        return rp__fail(RP_EINVAL, "rp_router_ask: %s is NULL", rt ? "fn" : "router");
-    if ((rc = rp__ask_timeout(timeout_ms, &deadline, "rp_router_ask")) < 0)
+        return rp__fail(RP_EINVAL, "%s: %s is NULL", func, rt ? "fn" : "router");
+    if ((rc = rp__ask_timeout(timeout_ms, &deadline, func)) < 0)
         return rc;
     if (rt->sg) {
         /* The caller's own deadline applies too: with it below the
          * scatter's timeout the caller gets RP_ETIMEDOUT first. */
-        if ((rc = scatter_ask(rt, fn, arg, out)) == 0)
+        if ((rc = scatter_ask(rt, fn, arg, out, func)) == 0)
             rp__future_arm(*out, &rt->pool->timer, deadline);
         return rc;
     }
     if (rt->strategy.kind == RP_STRATEGY_CONSISTENT_HASH)
-        return rp__fail(RP_EINVAL, "router %s: consistent hashing needs a key", rt->name);
-    if ((rc = rp__ask_begin(timer_pool(rt), deadline, &reply, out)) < 0)
+        return rp__fail(RP_EINVAL, "%s: router %s: consistent hashing needs a key", func,
+                        rt->name);
+    if ((rc = rp__ask_begin(timer_pool(rt), deadline, &reply, out, func)) < 0)
         return rc;
-    if ((rc = route(rt, fn, arg, NULL, 0, &reply)) < 0)
+    if ((rc = route(rt, fn, arg, NULL, 0, &reply, func)) < 0)
         rp__ask_abort(&reply, out);
     return rc;
+}
+
+int rp_router_ask(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms, rp_future **out)
+{
+    if (!out)
+        return rp__fail(RP_EINVAL, "rp_router_ask: out is NULL");
+    return ask(rt, fn, arg, timeout_ms, out, "rp_router_ask");
 }
 
 static void reply_trampoline(rp_future *f, void *user);
@@ -621,7 +645,7 @@ int rp_router_tell_reply(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms,
         return rp__fail(RP_ENOMEM, "rp_router_tell_reply: out of memory");
     t->cb = reply;
     t->user = user;
-    if ((rc = rp_router_ask(rt, fn, arg, timeout_ms, &f)) < 0) {
+    if ((rc = ask(rt, fn, arg, timeout_ms, &f, "rp_router_tell_reply")) < 0) {
         free(t);
         return rc;
     }
@@ -648,9 +672,11 @@ int rp_router_broadcast(rp_router *rt, rp_job_fn fn, void *arg)
             handback(rt, r, arg, rc, NULL);
     }
     if (live == 0 && shut_down(rt, rt->n ? rt->routees[0] : NULL))
-        return rp__fail(RP_ESHUTDOWN, "router %s: the pool is shut down", rt->name);
+        return rp__fail(RP_ESHUTDOWN, "rp_router_broadcast: router %s: the pool is shut down",
+                        rt->name);
     if (live == 0)
-        return rp__fail(RP_ENOROUTEE, "router %s: no live routee to broadcast to", rt->name);
+        return rp__fail(RP_ENOROUTEE, "rp_router_broadcast: router %s: no live routee to "
+                        "broadcast to", rt->name);
     return 0;
 }
 

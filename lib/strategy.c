@@ -3,7 +3,8 @@
  * strategy.c - the routing strategies: pure functions of (routees, state).
  *
  * Nothing here writes shared state, sleeps or allocates; a strategy reads
- * routee depth, busy and stopped flags and writes indices.  Routers call
+ * routee depth, busy and stopped flags and writes indices (and, on a
+ * failure only, the calling thread's rp_errmsg()).  Routers call
  * rp_strategy_pick(); so can tests and simulators, without threads.
  *
  * Stopped routees: every strategy skips them ("routers skip it from that
@@ -162,7 +163,8 @@ static int pick_hash(const rp_strategy *s, rp_route_state *st,
     size_t best = n;
 
     if (!st->key)
-        return RP_EINVAL;
+        return rp__fail(RP_EINVAL, "rp_strategy_pick: state.key is NULL (consistent hashing "
+                        "needs a key)");
     for (int pass = 0; pass < 2 && best == n; pass++) {
         for (size_t i = 0; i < n; i++) {
             uint64_t score;
@@ -190,7 +192,9 @@ static int pick_weighted(const rp_strategy *s, rp_route_state *st,
     size_t i = 0;
 
     if (!s->weights || s->nweights != n || s->weight_total == 0)
-        return RP_EINVAL;
+        return rp__fail(RP_EINVAL, "rp_strategy_pick: strategy.weights must hold %zu weights, "
+                        "not all 0 (got %zu%s)", n, s->weights ? s->nweights : 0,
+                        s->weights && s->nweights == n ? ", all 0" : "");
     slot = (uint64_t)(((unsigned __int128)(st->message_index % s->weight_total) *
                        s->weight_stride) % s->weight_total);
     if (s->weight_ends) {
@@ -220,13 +224,15 @@ static int pick_custom(const rp_strategy *s, rp_route_state *st,
     int cnt;
 
     if (!s->custom)
-        return RP_EINVAL;
+        return rp__fail(RP_EINVAL, "rp_strategy_pick: strategy.custom is NULL");
     cnt = s->custom(s->custom_user, st, routees, n, out);
     if (cnt < 0 || (size_t)cnt > n)
-        return RP_EINVAL;
+        return rp__fail(RP_EINVAL, "rp_strategy_pick: strategy.custom returned %d choices "
+                        "(must be 0..%zu)", cnt, n);
     for (int k = 0; k < cnt; k++)
         if (out[k] >= n)
-            return RP_EINVAL;
+            return rp__fail(RP_EINVAL, "rp_strategy_pick: strategy.custom chose out[%d] = %zu "
+                            "(must be < %zu)", k, out[k], n);
     return cnt;
 }
 
@@ -246,7 +252,8 @@ int rp_strategy_pick(const rp_strategy *s, rp_route_state *st,
                      rp_routee *const *routees, size_t n, size_t *out)
 {
     if (!s || !st || (n && (!routees || !out)))
-        return RP_EINVAL;
+        return rp__fail(RP_EINVAL, "rp_strategy_pick: %s is NULL",
+                        !s ? "strategy" : !st ? "state" : !routees ? "routees" : "out");
     if (s->kind == RP_STRATEGY_CUSTOM)
         return pick_custom(s, st, routees, n, out);
     if (n == 0)
@@ -267,6 +274,7 @@ int rp_strategy_pick(const rp_strategy *s, rp_route_state *st,
     case RP_STRATEGY_WEIGHTED:
         return pick_weighted(s, st, routees, n, out);
     default:
-        return RP_EINVAL;
+        return rp__fail(RP_EINVAL, "rp_strategy_pick: strategy.kind is not an "
+                        "rp_strategy_kind (got %d)", (int)s->kind);
     }
 }

@@ -288,7 +288,8 @@ int rp_routee_tell(rp_routee *r, rp_job_fn fn, void *arg);
 /**
  * Jobs queued on the routee (not counting the one running).
  * @return the depth (>= 0), RP_EINVAL for NULL, or RP_ENODEPTH for a
- *         foreign routee whose depth cannot be read.
+ *         foreign routee whose depth cannot be read (no depth callback, or
+ *         it returned a negative value); rp_errmsg() names the cause.
  */
 int64_t rp_routee_depth(const rp_routee *r);
 

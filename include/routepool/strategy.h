@@ -177,9 +177,12 @@ rp_strategy rp_strategy_custom(rp_strategy_fn fn, void *user);
  * @param state    routing state of the job (state->pinned may be set).
  * @param routees  n routees (borrowed).
  * @param out      room for n indices.
- * @return the number of indices written (0..n), or RP_EINVAL when a custom
- *         strategy made an invalid choice, an unkeyed job reached a
- *         consistent-hash strategy, or the weights do not match n.
+ * @return the number of indices written (0..n), or RP_EINVAL when s or
+ *         state is NULL, routees or out is NULL with n > 0, s->kind is not
+ *         an rp_strategy_kind, a custom strategy has no function or made an
+ *         invalid choice, an unkeyed job reached a consistent-hash
+ *         strategy, or the weights do not match n; rp_errmsg() then names
+ *         rp_strategy_pick and the field.
  *
  * Reads routee depth, busy and stopped flags but changes nothing.
  * Thread-safe.

@@ -253,12 +253,35 @@ static void handback(rp_router *rt, const rp_routee *r, void *arg, int reason,
         rp__reply_fail(reply, reason, r ? r->index : -1);
 }
 
+/* The message of a routed submit that failed with rc, naming func, the
+ * function the user called.  Out of line: the routing functions return
+ * bare codes and only the entry points name themselves, on failure. */
+static __attribute__((cold, noinline)) int named_fail(int rc, const rp_router *rt,
+                                                     const char *func)
+{
+    return rp__fail(rc, "%s: router %s: %s", func, rt->name, rp_strerror(rc));
+}
+
+/* deliver_one()'s failure: every routee refused.  Closed by the shutdown
+ * (though one stopped earlier): RP_ESHUTDOWN, not accepted.  Stopped, or
+ * a foreign send refused: handed back, 0.  Otherwise rc, not accepted. */
+static __attribute__((cold, noinline)) int deliver_failed(rp_router *rt, rp_routee *r,
+                                                         void *arg, rp__reply *reply, int rc)
+{
+    if (rc == RP_ESTOPPED && shut_down(rt, r))
+        return RP_ESHUTDOWN;
+    if (rc == RP_ESTOPPED || rc == RP_ESEND) {
+        handback(rt, r, arg, rc, reply);
+        return 0;
+    }
+    return rc;
+}
+
 /* One target.  Re-pick when the routee stopped after the pick.  0: the
  * job (and reply's reference) went to a routee or was handed back;
  * negative: not accepted, the caller keeps both. */
 static int deliver_one(rp_router *rt, rp_route_state *st, size_t idx,
-                       rp_job_fn fn, void *arg, size_t *out, rp__reply *reply,
-                       const char *func)
+                       rp_job_fn fn, void *arg, size_t *out, rp__reply *reply)
 {
     int rc = 0;
 
@@ -271,16 +294,9 @@ static int deliver_one(rp_router *rt, rp_route_state *st, size_t idx,
             break; /* every routee is stopped */
         idx = out[0];
     }
-    /* Every routee closed: by the shutdown, though one stopped earlier. */
-    if (rc == RP_ESTOPPED && shut_down(rt, rt->routees[idx]))
-        rc = RP_ESHUTDOWN;
-    if (rc == RP_ESTOPPED || rc == RP_ESEND) {
-        handback(rt, rt->routees[idx], arg, rc, reply);
+    if (RP_LIKELY(rc == 0))
         return 0;
-    }
-    if (rc < 0)
-        return rp__fail(rc, "%s: router %s: %s", func, rt->name, rp_strerror(rc));
-    return 0;
+    return deliver_failed(rt, rt->routees[idx], arg, reply, rc);
 }
 
 /* A copy of reply with its own reference (or none). */
@@ -321,8 +337,20 @@ static bool needs_heap_choices(const rp_router *rt)
                                      rt->strategy.kind == RP_STRATEGY_BROADCAST);
 }
 
+/* A pick that chose no routee: refused after a shutdown, else handed
+ * back with RP_ENOROUTEE. */
+static __attribute__((cold, noinline)) int no_routee(rp_router *rt, void *arg, rp__reply *reply)
+{
+    if (shut_down(rt, NULL))
+        return RP_ESHUTDOWN;
+    handback(rt, NULL, arg, RP_ENOROUTEE, reply);
+    return 0;
+}
+
+/* Pick and deliver.  0, or a bare negative code (the entry point names
+ * itself in the message, named_fail). */
 static int route(rp_router *rt, rp_job_fn fn, void *arg, const void *key, size_t key_len,
-                 rp__reply *reply, const char *func)
+                 rp__reply *reply)
 {
     size_t local[STACK_CHOICES], *out = local;
     rp_route_state st = {0};
@@ -336,18 +364,16 @@ static int route(rp_router *rt, rp_job_fn fn, void *arg, const void *key, size_t
         st.pinned = true;
     }
     if (needs_heap_choices(rt) && !(out = malloc(sizeof *out * rt->n)))
-        return rp__fail(RP_ENOMEM, "%s: router %s: out of memory", func, rt->name);
+        return RP_ENOMEM;
     RP_PROBE3(submit, rt->name, st.message_index, key != NULL);
     cnt = rp_strategy_pick(&rt->strategy, &st, rt->routees, rt->n, out);
     RP_PROBE4(route, rt->name, (int)rt->strategy.kind, cnt > 0 ? (long)out[0] : -1L, cnt);
     if (cnt < 0)
         handback(rt, NULL, arg, RP_EINVAL, reply);
-    else if (cnt == 0 && shut_down(rt, NULL))
-        rc = rp__fail(RP_ESHUTDOWN, "%s: router %s: the pool is shut down", func, rt->name);
     else if (cnt == 0)
-        handback(rt, NULL, arg, RP_ENOROUTEE, reply);
+        rc = no_routee(rt, arg, reply);
     else if (cnt == 1)
-        rc = deliver_one(rt, &st, out[0], fn, arg, out, reply, func);
+        rc = deliver_one(rt, &st, out[0], fn, arg, out, reply);
     else
         rc = fan_out(rt, out, cnt, fn, arg, reply);
     if (out != local)
@@ -368,8 +394,13 @@ static int no_reply_target(rp_router *rt, void *arg, const char *func)
     return 0;
 }
 
-int rp__router_tell(rp_router *rt, rp_job_fn fn, void *arg, const char *func)
+/* rp_router_tell() for func, the function the user called.  Static (and
+ * so inlined into both entry points): a call to the global rp__ symbol
+ * would go through the PLT. */
+static int tell(rp_router *rt, rp_job_fn fn, void *arg, const char *func)
 {
+    int rc;
+
     if (!rt || !fn)
         return rp__fail(RP_EINVAL, "%s: %s is NULL", func, rt ? "fn" : "router");
     if (rt->sg)
@@ -377,24 +408,35 @@ int rp__router_tell(rp_router *rt, rp_job_fn fn, void *arg, const char *func)
     if (rt->strategy.kind == RP_STRATEGY_CONSISTENT_HASH)
         return rp__fail(RP_EINVAL, "%s: router %s: consistent hashing needs a key: use "
                         "rp_router_tell_key", func, rt->name);
-    return route(rt, fn, arg, NULL, 0, NULL, func);
+    if (RP_UNLIKELY((rc = route(rt, fn, arg, NULL, 0, NULL)) < 0))
+        return named_fail(rc, rt, func);
+    return 0;
 }
 
 int rp_router_tell(rp_router *rt, rp_job_fn fn, void *arg)
 {
-    return rp__router_tell(rt, fn, arg, "rp_router_tell");
+    return tell(rt, fn, arg, "rp_router_tell");
+}
+
+int rp__router_tell(rp_router *rt, rp_job_fn fn, void *arg, const char *func)
+{
+    return tell(rt, fn, arg, func);
 }
 
 int rp_router_tell_key(rp_router *rt, const void *key, size_t key_len,
                        rp_job_fn fn, void *arg)
 {
+    int rc;
+
     if (!rt || !fn || !key || key_len == 0)
         return rp__fail(RP_EINVAL, "rp_router_tell_key: %s",
                         !rt ? "router is NULL" : !fn ? "fn is NULL"
                         : !key ? "key is NULL" : "key_len is 0");
     if (rt->sg)
         return no_reply_target(rt, arg, "rp_router_tell_key");
-    return route(rt, fn, arg, key, key_len, NULL, "rp_router_tell_key");
+    if (RP_UNLIKELY((rc = route(rt, fn, arg, key, key_len, NULL)) < 0))
+        return named_fail(rc, rt, "rp_router_tell_key");
+    return 0;
 }
 
 /*
@@ -417,7 +459,7 @@ static int batch_single(rp_router *rt, uint64_t index, size_t idx, rp_job_fn fn,
     int rc;
 
     st.message_index = index;
-    if ((rc = deliver_one(rt, &st, idx, fn, arg, out, NULL, "batch")) < 0)
+    if ((rc = deliver_one(rt, &st, idx, fn, arg, out, NULL)) < 0)
         handback(rt, rt->routees[idx], arg, rc, NULL);
     return rc;
 }
@@ -512,7 +554,7 @@ int rp__router_tell_batch(rp_router *rt, rp_job_fn fn, void *const *args, size_t
          * tell refuses (after a shutdown) is handed back too, as a batch
          * does with every job it cannot queue. */
         for (size_t i = 0; i < n; i++) {
-            if ((rc = rp__router_tell(rt, fn, args[i], func)) < 0) {
+            if ((rc = tell(rt, fn, args[i], func)) < 0) {
                 handback(rt, NULL, args[i], rc, NULL);
                 if (!first)
                     first = rc;
@@ -605,9 +647,11 @@ static int ask(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms, rp_future
                         rt->name);
     if ((rc = rp__ask_begin(timer_pool(rt), deadline, &reply, out, func)) < 0)
         return rc;
-    if ((rc = route(rt, fn, arg, NULL, 0, &reply, func)) < 0)
+    if ((rc = route(rt, fn, arg, NULL, 0, &reply)) < 0) {
         rp__ask_abort(&reply, out);
-    return rc;
+        return named_fail(rc, rt, func);
+    }
+    return 0;
 }
 
 int rp_router_ask(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms, rp_future **out)

@@ -3,8 +3,10 @@
  * strategy.c - the routing strategies: pure functions of (routees, state).
  *
  * Nothing here writes shared state, sleeps or allocates; a strategy reads
- * routee depth, busy and stopped flags and writes indices (and, on a
- * failure only, the calling thread's rp_errmsg()).  Routers call
+ * routee depth, busy and stopped flags and writes indices.  A failing pick
+ * also sets the calling thread's rp_errmsg(), in pick_failed(): out of
+ * line, so the picks routers make per job compile as they would without
+ * it.  Routers call
  * rp_strategy_pick(); so can tests and simulators, without threads.
  *
  * Stopped routees: every strategy skips them ("routers skip it from that
@@ -163,8 +165,7 @@ static int pick_hash(const rp_strategy *s, rp_route_state *st,
     size_t best = n;
 
     if (!st->key)
-        return rp__fail(RP_EINVAL, "rp_strategy_pick: state.key is NULL (consistent hashing "
-                        "needs a key)");
+        return RP_EINVAL;
     for (int pass = 0; pass < 2 && best == n; pass++) {
         for (size_t i = 0; i < n; i++) {
             uint64_t score;
@@ -192,9 +193,7 @@ static int pick_weighted(const rp_strategy *s, rp_route_state *st,
     size_t i = 0;
 
     if (!s->weights || s->nweights != n || s->weight_total == 0)
-        return rp__fail(RP_EINVAL, "rp_strategy_pick: strategy.weights must hold %zu weights, "
-                        "not all 0 (got %zu%s)", n, s->weights ? s->nweights : 0,
-                        s->weights && s->nweights == n ? ", all 0" : "");
+        return RP_EINVAL;
     slot = (uint64_t)(((unsigned __int128)(st->message_index % s->weight_total) *
                        s->weight_stride) % s->weight_total);
     if (s->weight_ends) {
@@ -224,15 +223,13 @@ static int pick_custom(const rp_strategy *s, rp_route_state *st,
     int cnt;
 
     if (!s->custom)
-        return rp__fail(RP_EINVAL, "rp_strategy_pick: strategy.custom is NULL");
+        return RP_EINVAL;
     cnt = s->custom(s->custom_user, st, routees, n, out);
     if (cnt < 0 || (size_t)cnt > n)
-        return rp__fail(RP_EINVAL, "rp_strategy_pick: strategy.custom returned %d choices "
-                        "(must be 0..%zu)", cnt, n);
+        return RP_EINVAL;
     for (int k = 0; k < cnt; k++)
         if (out[k] >= n)
-            return rp__fail(RP_EINVAL, "rp_strategy_pick: strategy.custom chose out[%d] = %zu "
-                            "(must be < %zu)", k, out[k], n);
+            return RP_EINVAL;
     return cnt;
 }
 
@@ -248,12 +245,42 @@ static int pick_broadcast(rp_route_state *st, rp_routee *const *routees,
     return cnt;
 }
 
-int rp_strategy_pick(const rp_strategy *s, rp_route_state *st,
-                     rp_routee *const *routees, size_t n, size_t *out)
+/* Why a pick returned RP_EINVAL, into rp_errmsg().  A custom strategy is
+ * not called again (user code, maybe not pure): its message says what a
+ * valid choice is. */
+static __attribute__((cold, noinline)) int pick_failed(const rp_strategy *s,
+                                                      const rp_route_state *st,
+                                                      rp_routee *const *routees, size_t n,
+                                                      const size_t *out)
+{
+    const char *f = "rp_strategy_pick";
+
+    if (!s || !st || (n && (!routees || !out)))
+        return rp__fail(RP_EINVAL, "%s: %s is NULL", f,
+                        !s ? "strategy" : !st ? "state" : !routees ? "routees" : "out");
+    switch (s->kind) {
+    case RP_STRATEGY_CUSTOM:
+        if (!s->custom)
+            return rp__fail(RP_EINVAL, "%s: strategy.custom is NULL", f);
+        return rp__fail(RP_EINVAL, "%s: strategy.custom made an invalid choice (it must return "
+                        "0..%zu and write indices < %zu)", f, n, n);
+    case RP_STRATEGY_CONSISTENT_HASH:
+        return rp__fail(RP_EINVAL, "%s: state.key is NULL (consistent hashing needs a key)", f);
+    case RP_STRATEGY_WEIGHTED:
+        return rp__fail(RP_EINVAL, "%s: strategy.weights must hold %zu weights, not all 0 "
+                        "(got %zu)", f, n, s->weights ? s->nweights : 0);
+    default:
+        return rp__fail(RP_EINVAL, "%s: strategy.kind is not an rp_strategy_kind (got %d)", f,
+                        (int)s->kind);
+    }
+}
+
+static inline __attribute__((always_inline)) int pick(const rp_strategy *s, rp_route_state *st,
+                                                      rp_routee *const *routees, size_t n,
+                                                      size_t *out)
 {
     if (!s || !st || (n && (!routees || !out)))
-        return rp__fail(RP_EINVAL, "rp_strategy_pick: %s is NULL",
-                        !s ? "strategy" : !st ? "state" : !routees ? "routees" : "out");
+        return RP_EINVAL;
     if (s->kind == RP_STRATEGY_CUSTOM)
         return pick_custom(s, st, routees, n, out);
     if (n == 0)
@@ -274,7 +301,14 @@ int rp_strategy_pick(const rp_strategy *s, rp_route_state *st,
     case RP_STRATEGY_WEIGHTED:
         return pick_weighted(s, st, routees, n, out);
     default:
-        return rp__fail(RP_EINVAL, "rp_strategy_pick: strategy.kind is not an "
-                        "rp_strategy_kind (got %d)", (int)s->kind);
+        return RP_EINVAL;
     }
+}
+
+int rp_strategy_pick(const rp_strategy *s, rp_route_state *st,
+                     rp_routee *const *routees, size_t n, size_t *out)
+{
+    int cnt = pick(s, st, routees, n, out);
+
+    return RP_LIKELY(cnt >= 0) ? cnt : pick_failed(s, st, routees, n, out);
 }

@@ -636,7 +636,7 @@ Test(bad_input, strategy_pick_sets_errmsg_in_every_einval_case, .timeout = 10)
     assert_fails_in(rp_strategy_pick(&neg, &st, r, 2, out), RP_EINVAL, "rp_strategy_pick");
     assert_fails_in(rp_strategy_pick(&toomany, &st, r, 2, out), RP_EINVAL, "rp_strategy_pick");
     assert_fails_in(rp_strategy_pick(&badidx, &st, r, 2, out), RP_EINVAL, "rp_strategy_pick");
-    cr_assert(names_field(rp_errmsg(), "out"), "%s", rp_errmsg());
+    cr_assert(names_field(rp_errmsg(), "custom"), "%s", rp_errmsg());
     rp_pool_destroy(p);
 }
 

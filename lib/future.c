@@ -472,15 +472,6 @@ const rp_error *rp_future_error(const rp_future *f)
  * its own.  Completion goes through the same paths as an ask's.
  */
 
-/* Shut down: rp_pool_shutdown() closed the mailboxes with RP_ESHUTDOWN. */
-static bool pool_shut_down(rp_pool *pool)
-{
-    for (unsigned i = 0; i < pool->n; i++)
-        if (rp__mailbox_closed(&pool->routees[i].mb) == RP_ESHUTDOWN)
-            return true;
-    return false;
-}
-
 int rp_future_create(rp_future **out, rp_pool *pool, int timeout_ms)
 {
     const char *func = "rp_future_create";
@@ -495,7 +486,7 @@ int rp_future_create(rp_future **out, rp_pool *pool, int timeout_ms)
     if (timeout_ms < -1)
         return rp__fail(RP_EINVAL, "%s: timeout_ms must be > 0, 0 (the default) or -1 (none) (got %d)",
                         func, timeout_ms);
-    if (pool_shut_down(pool))
+    if (rp__pool_shut(pool)) /* also when every routee was stopped before */
         return rp__fail(RP_ESHUTDOWN, "%s: pool %s is shut down", func, pool->name);
     if ((rc = rp__future_new(pool->futures, &f)) < 0)
         return rp__fail(rc, "%s: out of memory", func);

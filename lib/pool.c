@@ -27,7 +27,12 @@
  * that finds more backlog after its steal wakes the next one, so wake-ups
  * grow with the work, not with the number of jobs (no thundering herd).
  *
- * Lock order: pool->life only (shutdown, destroy); never held while a job runs.
+ * Lock order: pool->life and pool->sg_lock are leaves, never held together
+ * and never nested with another lock: pool->life guards shutdown's states
+ * (closing, joining, joined) and is released before user code runs and
+ * before the join; pool->sg_lock guards the list of scatter-gather
+ * routers, copied under it and stopped after it.  No library lock is held
+ * while a job or a callback runs.
  */
 #include <errno.h>
 #include <sched.h>
@@ -50,6 +55,9 @@ struct rp_job_ctx {
 
 /* The routee whose thread this is, for the "not from a routee" checks. */
 static _Thread_local rp_routee *current_routee;
+/* The pool whose rp_pool_shutdown() or rp_pool_destroy() this thread is
+ * running (and so whose callbacks it may be running): destroy refuses it. */
+static _Thread_local rp_pool *closing_pool;
 
 void rp_pool_options_init(rp_pool_options *opts)
 {
@@ -720,6 +728,17 @@ static void set_busy(rp_routee *r, bool *busy, bool now)
 }
 
 
+/* Whether the next look may find a job: one we hold, one of our own
+ * queued, or one worth stealing.  Asked only on the way from idle to
+ * busy (a routee running job after job does not ask): a job that arrives
+ * just after a "no" is found by idle_sleep(), which looks again after
+ * announcing its sleep. */
+static bool work_in_sight(rp_routee *r)
+{
+    return r->stolen_next != r->stolen_count || !rp__mailbox_empty(&r->mb) ||
+           (r->pool->steal && any_stealable(r));
+}
+
 static void *routee_main(void *p)
 {
     rp_routee *r = p;
@@ -738,14 +757,18 @@ static void *routee_main(void *p)
             retire(r);
             break;
         }
-        /* Busy before the pop: the score depth + busy must not dip to 0
-         * between taking a job and starting it. */
-        set_busy(r, &busy, true);
-        if (next_job(r, &searching, &job)) {
-            stop_searching(r->pool, &searching);
-            set_running(r, &running, true);
-            run_job(r, &job);
-            continue;
+        /* Busy before the take: the score depth + busy must not dip to 0
+         * between taking a job and starting it.  But only with a job in
+         * sight: busy means "running a job", and a routee that looks and
+         * finds nothing (after its start, after a wake-up) is idle. */
+        if (busy || work_in_sight(r)) {
+            set_busy(r, &busy, true);
+            if (next_job(r, &searching, &job)) {
+                stop_searching(r->pool, &searching);
+                set_running(r, &running, true);
+                run_job(r, &job);
+                continue;
+            }
         }
         set_running(r, &running, false);
         set_busy(r, &busy, false);
@@ -919,9 +942,11 @@ int rp_pool_create(rp_pool **out, const rp_pool_options *opts)
     pool->log = opts->log;
     pool->log_user = opts->log_user;
     atomic_init(&pool->abort, 0);
+    atomic_init(&pool->shut, false);
     atomic_init(&pool->idle_waiters, 0);
     rp__event_init(&pool->idle_ev);
     pthread_mutex_init(&pool->life, NULL);
+    pthread_cond_init(&pool->life_cv, NULL);
     pthread_mutex_init(&pool->sg_lock, NULL);
     pthread_mutex_init(&pool->trace_lock, NULL);
     rp__arena_create(&pool->arena);
@@ -943,14 +968,14 @@ int rp_pool_submit(rp_pool *pool, rp_job_fn fn, void *arg)
 {
     if (!pool)
         return rp__fail(RP_EINVAL, "rp_pool_submit: pool is NULL");
-    return rp_router_tell(pool->router, fn, arg);
+    return rp__router_tell(pool->router, fn, arg, "rp_pool_submit");
 }
 
 int rp_pool_submit_batch(rp_pool *pool, rp_job_fn fn, void *const *args, size_t n)
 {
     if (!pool)
         return rp__fail(RP_EINVAL, "rp_pool_submit_batch: pool is NULL");
-    return rp_router_tell_batch(pool->router, fn, args, n);
+    return rp__router_tell_batch(pool->router, fn, args, n, "rp_pool_submit_batch");
 }
 
 rp_router *rp_pool_router(rp_pool *pool)
@@ -1011,7 +1036,45 @@ static void join_all(rp_pool *pool)
             pthread_join(r->thread, NULL);
         r->started = false;
     }
-    pool->joined = true;
+}
+
+/* Close every mailbox, once.  True for the caller that closed them. */
+static bool close_once(rp_pool *pool, int mode)
+{
+    bool first;
+
+    pthread_mutex_lock(&pool->life);
+    if ((first = !pool->closing)) {
+        pool->closing = true;
+        /* abort before close: a routee that sees the close must see the
+         * mode; shut before close: a submit refused by a closed mailbox
+         * sees it and returns RP_ESHUTDOWN (pairs with rp__pool_shut()). */
+        atomic_store_explicit(&pool->abort, mode == RP_SHUTDOWN_ABORT, memory_order_seq_cst);
+        atomic_store_explicit(&pool->shut, true, memory_order_seq_cst);
+        for (unsigned i = 0; i < pool->n; i++)
+            rp__mailbox_close(&pool->routees[i].mb, RP_ESHUTDOWN);
+    }
+    pthread_mutex_unlock(&pool->life);
+    return first;
+}
+
+/* Join the routees, once; every caller returns after they exited.  The
+ * joiner joins without life, so a caller that arrives meanwhile waits on
+ * life_cv instead of on the lock. */
+static void join_once(rp_pool *pool)
+{
+    pthread_mutex_lock(&pool->life);
+    while (pool->joining && !pool->joined)
+        pthread_cond_wait(&pool->life_cv, &pool->life);
+    if (!pool->joined) {
+        pool->joining = true;
+        pthread_mutex_unlock(&pool->life);
+        join_all(pool);
+        pthread_mutex_lock(&pool->life);
+        pool->joined = true;
+        pthread_cond_broadcast(&pool->life_cv);
+    }
+    pthread_mutex_unlock(&pool->life);
 }
 
 int rp_pool_shutdown(rp_pool *pool, int mode)
@@ -1022,28 +1085,42 @@ int rp_pool_shutdown(rp_pool *pool, int mode)
         return rp__fail(RP_EINVAL, "rp_pool_shutdown: mode is not an rp_shutdown_mode (got %d)", mode);
     if (current_routee && current_routee->pool == pool)
         return rp__fail(RP_EBUSY, "rp_pool_shutdown: called from a routee of this pool");
-    pthread_mutex_lock(&pool->life);
-    if (!pool->joined) {
-        /* abort before close: a routee that sees the close must see the mode. */
-        atomic_store_explicit(&pool->abort, mode == RP_SHUTDOWN_ABORT, memory_order_seq_cst);
-        for (unsigned i = 0; i < pool->n; i++)
-            rp__mailbox_close(&pool->routees[i].mb, RP_ESHUTDOWN);
+    if (close_once(pool, mode)) {
+        /* Futures' callbacks run here, with no lock held: one may shut the
+         * pool down too (it joins), or try to destroy it (refused). */
+        rp_pool *outer = closing_pool;
+        closing_pool = pool;
         stop_scatters(pool);
-        join_all(pool);
+        closing_pool = outer;
     }
-    pthread_mutex_unlock(&pool->life);
+    join_once(pool);
     return 0;
+}
+
+/* Whether this thread may destroy pool now; logs why not. */
+static bool may_destroy(rp_pool *pool)
+{
+    const char *why = NULL;
+
+    if (current_routee && current_routee->pool == pool)
+        why = "from a routee of pool";
+    else if (rp__timer_current(&pool->timer))
+        why = "from the timer thread of pool";
+    else if (closing_pool == pool)
+        why = "from a callback that rp_pool_shutdown() or rp_pool_destroy() runs for pool";
+    if (why)
+        rp__log(pool->log, pool->log_user, RP_LOG_ERROR, "rp_pool_destroy: called %s %s; ignored",
+                why, pool->name);
+    return why == NULL;
 }
 
 void rp_pool_destroy(rp_pool *pool)
 {
-    if (!pool)
+    rp_pool *outer = closing_pool;
+
+    if (!pool || !may_destroy(pool))
         return;
-    if (current_routee && current_routee->pool == pool) {
-        rp__log(pool->log, pool->log_user, RP_LOG_ERROR,
-                "rp_pool_destroy: called from a routee of pool %s; ignored", pool->name);
-        return;
-    }
+    closing_pool = pool;
     if (pool->routees) {
         rp__trace_pool_destroy(pool);
         rp_pool_shutdown(pool, RP_SHUTDOWN_DRAIN);
@@ -1062,7 +1139,9 @@ void rp_pool_destroy(rp_pool *pool)
     rp__arena_destroy(&pool->arena);
     rp__future_heap_release(pool->futures); /* futures still out keep it */
     pthread_mutex_destroy(&pool->life);
+    pthread_cond_destroy(&pool->life_cv);
     free(pool);
+    closing_pool = outer;
 }
 
 size_t rp_pool_size(const rp_pool *pool)

@@ -27,8 +27,17 @@ struct rp_pool {
     bool steal;
     rp_router *router; /* the default router */
     _Atomic int abort;  /* shutdown mode is RP_SHUTDOWN_ABORT */
-    pthread_mutex_t life; /* serialises shutdown and destroy */
-    bool joined;
+    /* rp_pool_shutdown() was called: set before the mailboxes close, never
+     * cleared.  Read by the submit paths only once a delivery failed (or
+     * once per batch or scatter), never per job. */
+    _Atomic bool shut;
+    /* Shutdown's states, under life: closing once the mailboxes are
+     * closed, joining while one caller joins the routees, joined after.
+     * life is never held while user code runs (callbacks, jobs) nor while
+     * joining; later callers wait on life_cv for the joiner. */
+    pthread_mutex_t life;
+    pthread_cond_t life_cv;
+    bool closing, joining, joined;
     /* rp_pool_wait_idle(): waiters announce themselves, idle routees
      * broadcast. */
     RP_ALIGNED _Atomic uint32_t idle_waiters;
@@ -74,12 +83,25 @@ struct rp_pool {
  * sleeping routee to steal it if target is busy and nobody is looking. */
 void rp__pool_stealable_queued(rp_pool *pool, rp_routee *target);
 
+/* Whether rp_pool_shutdown() was called on pool (NULL: false).  For the
+ * failure paths of submits, which then return RP_ESHUTDOWN. */
+static inline bool rp__pool_shut(const rp_pool *pool)
+{
+    return pool && atomic_load_explicit(&pool->shut, memory_order_acquire);
+}
+
 /* Hand a job back through the pool's callback (counted by the caller). */
 void rp__pool_handback(void *pool, void *arg, int reason);
 
 /* Scatter-gather routers register so a shutdown fails their open scatters. */
 int rp__pool_add_sg(rp_pool *pool, struct rp__sg *sg);
 void rp__pool_remove_sg(rp_pool *pool, struct rp__sg *sg);
+
+/* rp_router_tell() and rp_router_tell_batch() for func, the public
+ * function the user called (named in rp_errmsg()). */
+int rp__router_tell(rp_router *rt, rp_job_fn fn, void *arg, const char *func);
+int rp__router_tell_batch(rp_router *rt, rp_job_fn fn, void *const *args, size_t n,
+                          const char *func);
 
 /* Router internals the pool needs for its default router. */
 int rp__router_create_for_pool(rp_router **out, rp_pool *pool,

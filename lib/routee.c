@@ -61,6 +61,8 @@ int rp_routee_tell(rp_routee *r, rp_job_fn fn, void *arg)
     if (!r || !fn)
         return rp__fail(RP_EINVAL, "rp_routee_tell: %s is NULL", r ? "fn" : "routee");
     rc = rp__routee_deliver(r, fn, arg, true);
+    if (rc == RP_ESTOPPED && rp__pool_shut(r->pool))
+        rc = RP_ESHUTDOWN; /* stopped before the shutdown */
     if (rc < 0)
         return rp__fail(rc, "rp_routee_tell: routee %d: %s", r->index, rp_strerror(rc));
     return 0;
@@ -71,11 +73,14 @@ int64_t rp_routee_depth(const rp_routee *r)
     int64_t d;
 
     if (!r)
-        return RP_EINVAL;
+        return rp__fail(RP_EINVAL, "rp_routee_depth: routee is NULL");
     if (r->kind == RP__ROUTEE_LOCAL)
         return rp__mailbox_depth(&r->mb);
     d = r->depth_fn ? r->depth_fn(r->user) : -1;
-    return d >= 0 ? d : RP_ENODEPTH;
+    if (d < 0)
+        return rp__fail(RP_ENODEPTH, "rp_routee_depth: the foreign routee's depth %s",
+                        r->depth_fn ? "callback failed" : "cannot be read (no depth callback)");
+    return d;
 }
 
 bool rp_routee_busy(const rp_routee *r)
@@ -173,13 +178,14 @@ int rp__ask_timeout(int timeout_ms, int64_t *deadline_ns, const char *func)
     return 0;
 }
 
-int rp__ask_begin(rp_pool *pool, int64_t deadline_ns, rp__reply *reply, rp_future **out)
+int rp__ask_begin(rp_pool *pool, int64_t deadline_ns, rp__reply *reply, rp_future **out,
+                  const char *func)
 {
     rp_future *f;
     int rc;
 
     if ((rc = rp__future_new(pool ? pool->futures : NULL, &f)) < 0)
-        return rp__fail(rc, "ask: out of memory");
+        return rp__fail(rc, "%s: out of memory", func);
     /* References: the caller's (out), the job's (reply), the timer's
      * (taken by rp__future_arm, dropped when f completes). */
     *reply = (rp__reply){rp_future_retain(f), NULL, 0, deadline_ns};
@@ -211,9 +217,11 @@ int rp_routee_ask(rp_routee *r, rp_job_fn fn, void *arg, int timeout_ms, rp_futu
     if (!r || !fn)
         return rp__fail(RP_EINVAL, "rp_routee_ask: %s is NULL", r ? "fn" : "routee");
     if ((rc = rp__ask_timeout(timeout_ms, &deadline, "rp_routee_ask")) < 0 ||
-        (rc = rp__ask_begin(r->pool, deadline, &reply, out)) < 0)
+        (rc = rp__ask_begin(r->pool, deadline, &reply, out, "rp_routee_ask")) < 0)
         return rc;
     if ((rc = rp__routee_deliver_reply(r, fn, arg, true, &reply)) < 0) {
+        if (rc == RP_ESTOPPED && rp__pool_shut(r->pool))
+            rc = RP_ESHUTDOWN; /* stopped before the shutdown */
         rp__ask_abort(&reply, out);
         return rp__fail(rc, "rp_routee_ask: routee %d: %s", r->index, rp_strerror(rc));
     }

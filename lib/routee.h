@@ -29,8 +29,9 @@ struct rp_routee {
     _Atomic bool foreign_stopped;
     /* Written by the owner around every job; read by routers. */
     RP_ALIGNED _Atomic int busy;
-    /* Set once the routee has taken a job and runs it (busy is set before
-     * the take, for the smallest-mailbox score): what thieves read, so a
+    /* Set once the routee has taken a job and runs it (busy is set just
+     * before the take, once a job is in sight, for the smallest-mailbox
+     * score; never by a look that finds nothing): what thieves read, so a
      * job the routee is about to take is not stolen from under it. */
     _Atomic int running;
     /* Counters the owner bumps per job, on a line of their own: the line
@@ -83,7 +84,8 @@ int rp__routee_deliver(rp_routee *r, rp_job_fn fn, void *arg, bool pinned);
 int rp__ask_timeout(int timeout_ms, int64_t *deadline_ns, const char *func);
 /* Make the future of an ask: *out gets the caller's reference, reply the
  * job's; the pool's timer (when pool is not NULL) holds a third. */
-int rp__ask_begin(rp_pool *pool, int64_t deadline_ns, rp__reply *reply, rp_future **out);
+int rp__ask_begin(rp_pool *pool, int64_t deadline_ns, rp__reply *reply, rp_future **out,
+                  const char *func);
 /* The ask's job was not accepted: undo rp__ask_begin(). */
 void rp__ask_abort(rp__reply *reply, rp_future **out);
 

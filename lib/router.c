@@ -11,6 +11,12 @@
  * A job picked for a routee that stops between the pick and the delivery
  * is picked again (the strategy now skips that routee); only when every
  * routee is stopped is it handed back with RP_ESTOPPED.
+ *
+ * After rp_pool_shutdown() every submit returns RP_ESHUTDOWN and accepts
+ * nothing, also when some routee was stopped before (its mailbox says
+ * RP_ESTOPPED, not RP_ESHUTDOWN).  The pool's shut flag is read only where
+ * a delivery already failed or nothing is left to deliver to, and once per
+ * batch or scatter: never on a tell's way to a live mailbox.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -218,6 +224,13 @@ uint64_t rp_router_undelivered(const rp_router *rt)
     return rt ? atomic_load_explicit(&rt->undelivered, memory_order_relaxed) : 0;
 }
 
+/* Whether the pool behind rt - or, for a group router, routee r's pool -
+ * was shut down.  Only on failure paths. */
+static bool shut_down(const rp_router *rt, const rp_routee *r)
+{
+    return rp__pool_shut(rt->pool ? rt->pool : r ? r->pool : NULL);
+}
+
 /* A job no routee took: the router's callback, else the pool's.  Fails
  * the job's reply (and drops its reference) when it has one. */
 static void handback(rp_router *rt, const rp_routee *r, void *arg, int reason,
@@ -240,6 +253,30 @@ static void handback(rp_router *rt, const rp_routee *r, void *arg, int reason,
         rp__reply_fail(reply, reason, r ? r->index : -1);
 }
 
+/* The message of a routed submit that failed with rc, naming func, the
+ * function the user called.  Out of line: the routing functions return
+ * bare codes and only the entry points name themselves, on failure. */
+static __attribute__((cold, noinline)) int named_fail(int rc, const rp_router *rt,
+                                                     const char *func)
+{
+    return rp__fail(rc, "%s: router %s: %s", func, rt->name, rp_strerror(rc));
+}
+
+/* deliver_one()'s failure: every routee refused.  Closed by the shutdown
+ * (though one stopped earlier): RP_ESHUTDOWN, not accepted.  Stopped, or
+ * a foreign send refused: handed back, 0.  Otherwise rc, not accepted. */
+static __attribute__((cold, noinline)) int deliver_failed(rp_router *rt, rp_routee *r,
+                                                         void *arg, rp__reply *reply, int rc)
+{
+    if (rc == RP_ESTOPPED && shut_down(rt, r))
+        return RP_ESHUTDOWN;
+    if (rc == RP_ESTOPPED || rc == RP_ESEND) {
+        handback(rt, r, arg, rc, reply);
+        return 0;
+    }
+    return rc;
+}
+
 /* One target.  Re-pick when the routee stopped after the pick.  0: the
  * job (and reply's reference) went to a routee or was handed back;
  * negative: not accepted, the caller keeps both. */
@@ -257,13 +294,9 @@ static int deliver_one(rp_router *rt, rp_route_state *st, size_t idx,
             break; /* every routee is stopped */
         idx = out[0];
     }
-    if (rc == RP_ESTOPPED || rc == RP_ESEND) {
-        handback(rt, rt->routees[idx], arg, rc, reply);
+    if (RP_LIKELY(rc == 0))
         return 0;
-    }
-    if (rc < 0)
-        return rp__fail(rc, "router %s: %s", rt->name, rp_strerror(rc));
-    return 0;
+    return deliver_failed(rt, rt->routees[idx], arg, reply, rc);
 }
 
 /* A copy of reply with its own reference (or none). */
@@ -304,6 +337,18 @@ static bool needs_heap_choices(const rp_router *rt)
                                      rt->strategy.kind == RP_STRATEGY_BROADCAST);
 }
 
+/* A pick that chose no routee: refused after a shutdown, else handed
+ * back with RP_ENOROUTEE. */
+static __attribute__((cold, noinline)) int no_routee(rp_router *rt, void *arg, rp__reply *reply)
+{
+    if (shut_down(rt, NULL))
+        return RP_ESHUTDOWN;
+    handback(rt, NULL, arg, RP_ENOROUTEE, reply);
+    return 0;
+}
+
+/* Pick and deliver.  0, or a bare negative code (the entry point names
+ * itself in the message, named_fail). */
 static int route(rp_router *rt, rp_job_fn fn, void *arg, const void *key, size_t key_len,
                  rp__reply *reply)
 {
@@ -319,14 +364,14 @@ static int route(rp_router *rt, rp_job_fn fn, void *arg, const void *key, size_t
         st.pinned = true;
     }
     if (needs_heap_choices(rt) && !(out = malloc(sizeof *out * rt->n)))
-        return rp__fail(RP_ENOMEM, "router %s: out of memory", rt->name);
+        return RP_ENOMEM;
     RP_PROBE3(submit, rt->name, st.message_index, key != NULL);
     cnt = rp_strategy_pick(&rt->strategy, &st, rt->routees, rt->n, out);
     RP_PROBE4(route, rt->name, (int)rt->strategy.kind, cnt > 0 ? (long)out[0] : -1L, cnt);
     if (cnt < 0)
         handback(rt, NULL, arg, RP_EINVAL, reply);
     else if (cnt == 0)
-        handback(rt, NULL, arg, RP_ENOROUTEE, reply);
+        rc = no_routee(rt, arg, reply);
     else if (cnt == 1)
         rc = deliver_one(rt, &st, out[0], fn, arg, out, reply);
     else
@@ -337,8 +382,10 @@ static int route(rp_router *rt, rp_job_fn fn, void *arg, const void *key, size_t
 }
 
 /* A tell on a scatter-gather router has no reply target. */
-static int no_reply_target(rp_router *rt, void *arg)
+static int no_reply_target(rp_router *rt, void *arg, const char *func)
 {
+    if (shut_down(rt, NULL))
+        return rp__fail(RP_ESHUTDOWN, "%s: router %s: the pool is shut down", func, rt->name);
     rp__sg_no_reply_target(rt->sg);
     if (rt->on_undelivered)
         rt->on_undelivered(arg, RP_ENOREPLY, rt->undelivered_user);
@@ -347,28 +394,49 @@ static int no_reply_target(rp_router *rt, void *arg)
     return 0;
 }
 
+/* rp_router_tell() for func, the function the user called.  Static (and
+ * so inlined into both entry points): a call to the global rp__ symbol
+ * would go through the PLT. */
+static int tell(rp_router *rt, rp_job_fn fn, void *arg, const char *func)
+{
+    int rc;
+
+    if (!rt || !fn)
+        return rp__fail(RP_EINVAL, "%s: %s is NULL", func, rt ? "fn" : "router");
+    if (rt->sg)
+        return no_reply_target(rt, arg, func);
+    if (rt->strategy.kind == RP_STRATEGY_CONSISTENT_HASH)
+        return rp__fail(RP_EINVAL, "%s: router %s: consistent hashing needs a key: use "
+                        "rp_router_tell_key", func, rt->name);
+    if (RP_UNLIKELY((rc = route(rt, fn, arg, NULL, 0, NULL)) < 0))
+        return named_fail(rc, rt, func);
+    return 0;
+}
+
 int rp_router_tell(rp_router *rt, rp_job_fn fn, void *arg)
 {
-    if (!rt || !fn)
-        return rp__fail(RP_EINVAL, "rp_router_tell: %s is NULL", rt ? "fn" : "router");
-    if (rt->sg)
-        return no_reply_target(rt, arg);
-    if (rt->strategy.kind == RP_STRATEGY_CONSISTENT_HASH)
-        return rp__fail(RP_EINVAL, "router %s: consistent hashing needs a key: use rp_router_tell_key",
-                        rt->name);
-    return route(rt, fn, arg, NULL, 0, NULL);
+    return tell(rt, fn, arg, "rp_router_tell");
+}
+
+int rp__router_tell(rp_router *rt, rp_job_fn fn, void *arg, const char *func)
+{
+    return tell(rt, fn, arg, func);
 }
 
 int rp_router_tell_key(rp_router *rt, const void *key, size_t key_len,
                        rp_job_fn fn, void *arg)
 {
+    int rc;
+
     if (!rt || !fn || !key || key_len == 0)
         return rp__fail(RP_EINVAL, "rp_router_tell_key: %s",
                         !rt ? "router is NULL" : !fn ? "fn is NULL"
                         : !key ? "key is NULL" : "key_len is 0");
     if (rt->sg)
-        return no_reply_target(rt, arg);
-    return route(rt, fn, arg, key, key_len, NULL);
+        return no_reply_target(rt, arg, "rp_router_tell_key");
+    if (RP_UNLIKELY((rc = route(rt, fn, arg, key, key_len, NULL)) < 0))
+        return named_fail(rc, rt, "rp_router_tell_key");
+    return 0;
 }
 
 /*
@@ -470,26 +538,32 @@ static int batch_chunk(rp_router *rt, rp_job_fn fn, void *const *args, size_t n,
     return first;
 }
 
-int rp_router_tell_batch(rp_router *rt, rp_job_fn fn, void *const *args, size_t n)
+int rp__router_tell_batch(rp_router *rt, rp_job_fn fn, void *const *args, size_t n,
+                          const char *func)
 {
     size_t local[STACK_CHOICES], *out = local, chunk;
     int rc, first = 0;
 
     if (!rt || !fn || (!args && n))
-        return rp__fail(RP_EINVAL, "rp_router_tell_batch: %s is NULL",
-                        !rt ? "router" : !fn ? "fn" : "args");
+        return rp__fail(RP_EINVAL, "%s: %s is NULL", func, !rt ? "router" : !fn ? "fn" : "args");
     if (rt->strategy.kind == RP_STRATEGY_CONSISTENT_HASH)
-        return rp__fail(RP_EINVAL, "router %s: consistent hashing needs a key: use rp_router_tell_key",
-                        rt->name);
+        return rp__fail(RP_EINVAL, "%s: router %s: consistent hashing needs a key: use "
+                        "rp_router_tell_key", func, rt->name);
     if (rt->sg || rt->strategy.kind == RP_STRATEGY_BROADCAST) {
-        /* Every job is handed back (no reply target) or fanned out. */
-        for (size_t i = 0; i < n; i++)
-            if ((rc = rp_router_tell(rt, fn, args[i])) < 0 && !first)
-                first = rc;
+        /* Every job is handed back (no reply target) or fanned out; one a
+         * tell refuses (after a shutdown) is handed back too, as a batch
+         * does with every job it cannot queue. */
+        for (size_t i = 0; i < n; i++) {
+            if ((rc = tell(rt, fn, args[i], func)) < 0) {
+                handback(rt, NULL, args[i], rc, NULL);
+                if (!first)
+                    first = rc;
+            }
+        }
         return first;
     }
     if (needs_heap_choices(rt) && !(out = malloc(sizeof *out * rt->n)))
-        return rp__fail(RP_ENOMEM, "router %s: out of memory", rt->name);
+        return rp__fail(RP_ENOMEM, "%s: router %s: out of memory", func, rt->name);
     chunk = rt->strategy.kind == RP_STRATEGY_SMALLEST_MAILBOX ||
             rt->strategy.kind == RP_STRATEGY_CUSTOM ? 1 : BATCH_CHUNK;
     for (size_t i = 0; i < n; i += chunk) {
@@ -502,9 +576,14 @@ int rp_router_tell_batch(rp_router *rt, rp_job_fn fn, void *const *args, size_t 
     if (out != local)
         free(out);
     if (first < 0)
-        return rp__fail(first, "router %s: rp_router_tell_batch: some jobs were handed back (%s)",
-                        rt->name, rp_strerror(first));
+        return rp__fail(first, "%s: router %s: some jobs were handed back (%s)",
+                        func, rt->name, rp_strerror(first));
     return 0;
+}
+
+int rp_router_tell_batch(rp_router *rt, rp_job_fn fn, void *const *args, size_t n)
+{
+    return rp__router_tell_batch(rt, fn, args, n, "rp_router_tell_batch");
 }
 
 /* The pool whose timer enforces a group router's ask deadlines. */
@@ -519,50 +598,66 @@ static rp_pool *timer_pool(const rp_router *rt)
 }
 
 static int scatter_ask(rp_router *rt, rp_job_fn fn, void *arg, int64_t deadline,
-                       rp_future **out)
+                       rp_future **out, const char *func)
 {
     rp_routee *local[STACK_CHOICES], **live = local;
     uint64_t index = atomic_fetch_add_explicit(&rt->message_index, 1, memory_order_relaxed);
     size_t n = 0;
     int rc;
 
+    if (shut_down(rt, NULL))
+        return rp__fail(RP_ESHUTDOWN, "%s: router %s: the pool is shut down", func, rt->name);
     if (rt->n > STACK_CHOICES && !(live = malloc(sizeof *live * rt->n)))
-        return rp__fail(RP_ENOMEM, "router %s: out of memory", rt->name);
+        return rp__fail(RP_ENOMEM, "%s: router %s: out of memory", func, rt->name);
     for (size_t i = 0; i < rt->n; i++)
         if (!rp__routee_stopped(rt->routees[i]))
             live[n++] = rt->routees[i];
-    rc = rp__sg_ask(rt->sg, live, n, index, fn, arg, deadline, out);
+    if ((rc = rp__sg_ask(rt->sg, live, n, index, fn, arg, deadline, out)) < 0) {
+        char why[200]; /* scatter.c's message, behind the caller's name */
+        snprintf(why, sizeof why, "%s", rp_errmsg());
+        rp__fail(rc, "%s: %s", func, why);
+    }
     if (live != local)
         free(live);
     return rc;
 }
 
-int rp_router_ask(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms, rp_future **out)
+/* rp_router_ask() for func, the function the user called. */
+static int ask(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms, rp_future **out,
+               const char *func)
 {
     rp__reply reply;
     int64_t deadline;
     int rc;
 
-    if (!out)
-        return rp__fail(RP_EINVAL, "rp_router_ask: out is NULL");
     *out = NULL;
     if (!rt || !fn)
-        return rp__fail(RP_EINVAL, "rp_router_ask: %s is NULL", rt ? "fn" : "router");
-    if ((rc = rp__ask_timeout(timeout_ms, &deadline, "rp_router_ask")) < 0)
+        return rp__fail(RP_EINVAL, "%s: %s is NULL", func, rt ? "fn" : "router");
+    if ((rc = rp__ask_timeout(timeout_ms, &deadline, func)) < 0)
         return rc;
     if (rt->sg) {
         /* The caller's own deadline applies too: with it below the
          * scatter's timeout the caller gets RP_ETIMEDOUT first, and the
          * scatter ends with it (the scatter enforces both). */
-        return scatter_ask(rt, fn, arg, deadline, out);
+        return scatter_ask(rt, fn, arg, deadline, out, func);
     }
     if (rt->strategy.kind == RP_STRATEGY_CONSISTENT_HASH)
-        return rp__fail(RP_EINVAL, "router %s: consistent hashing needs a key", rt->name);
-    if ((rc = rp__ask_begin(timer_pool(rt), deadline, &reply, out)) < 0)
+        return rp__fail(RP_EINVAL, "%s: router %s: consistent hashing needs a key", func,
+                        rt->name);
+    if ((rc = rp__ask_begin(timer_pool(rt), deadline, &reply, out, func)) < 0)
         return rc;
-    if ((rc = route(rt, fn, arg, NULL, 0, &reply)) < 0)
+    if ((rc = route(rt, fn, arg, NULL, 0, &reply)) < 0) {
         rp__ask_abort(&reply, out);
-    return rc;
+        return named_fail(rc, rt, func);
+    }
+    return 0;
+}
+
+int rp_router_ask(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms, rp_future **out)
+{
+    if (!out)
+        return rp__fail(RP_EINVAL, "rp_router_ask: out is NULL");
+    return ask(rt, fn, arg, timeout_ms, out, "rp_router_ask");
 }
 
 int rp_router_tell_reply(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms,
@@ -583,7 +678,7 @@ int rp_router_tell_reply(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms,
      * the reply cannot fail, and a failed call leaves arg with the caller. */
     if (rp__callback_new(&c, reply, user) < 0)
         return rp__fail(RP_ENOMEM, "rp_router_tell_reply: out of memory");
-    if ((rc = rp_router_ask(rt, fn, arg, timeout_ms, &f)) < 0) {
+    if ((rc = ask(rt, fn, arg, timeout_ms, &f, "rp_router_tell_reply")) < 0) {
         rp__callback_free(c);
         return rc;
     }
@@ -608,8 +703,12 @@ int rp_router_broadcast(rp_router *rt, rp_job_fn fn, void *arg)
         if ((rc = rp__routee_deliver(r, fn, arg, true)) < 0)
             handback(rt, r, arg, rc, NULL);
     }
+    if (live == 0 && shut_down(rt, rt->n ? rt->routees[0] : NULL))
+        return rp__fail(RP_ESHUTDOWN, "rp_router_broadcast: router %s: the pool is shut down",
+                        rt->name);
     if (live == 0)
-        return rp__fail(RP_ENOROUTEE, "router %s: no live routee to broadcast to", rt->name);
+        return rp__fail(RP_ENOROUTEE, "rp_router_broadcast: router %s: no live routee to "
+                        "broadcast to", rt->name);
     return 0;
 }
 

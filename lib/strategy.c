@@ -3,7 +3,10 @@
  * strategy.c - the routing strategies: pure functions of (routees, state).
  *
  * Nothing here writes shared state, sleeps or allocates; a strategy reads
- * routee depth, busy and stopped flags and writes indices.  Routers call
+ * routee depth, busy and stopped flags and writes indices.  A failing pick
+ * also sets the calling thread's rp_errmsg(), in pick_failed(): out of
+ * line, so the picks routers make per job compile as they would without
+ * it.  Routers call
  * rp_strategy_pick(); so can tests and simulators, without threads.
  *
  * Stopped routees: every strategy skips them ("routers skip it from that
@@ -242,8 +245,39 @@ static int pick_broadcast(rp_route_state *st, rp_routee *const *routees,
     return cnt;
 }
 
-int rp_strategy_pick(const rp_strategy *s, rp_route_state *st,
-                     rp_routee *const *routees, size_t n, size_t *out)
+/* Why a pick returned RP_EINVAL, into rp_errmsg().  A custom strategy is
+ * not called again (user code, maybe not pure): its message says what a
+ * valid choice is. */
+static __attribute__((cold, noinline)) int pick_failed(const rp_strategy *s,
+                                                      const rp_route_state *st,
+                                                      rp_routee *const *routees, size_t n,
+                                                      const size_t *out)
+{
+    const char *f = "rp_strategy_pick";
+
+    if (!s || !st || (n && (!routees || !out)))
+        return rp__fail(RP_EINVAL, "%s: %s is NULL", f,
+                        !s ? "strategy" : !st ? "state" : !routees ? "routees" : "out");
+    switch (s->kind) {
+    case RP_STRATEGY_CUSTOM:
+        if (!s->custom)
+            return rp__fail(RP_EINVAL, "%s: strategy.custom is NULL", f);
+        return rp__fail(RP_EINVAL, "%s: strategy.custom made an invalid choice (it must return "
+                        "0..%zu and write indices < %zu)", f, n, n);
+    case RP_STRATEGY_CONSISTENT_HASH:
+        return rp__fail(RP_EINVAL, "%s: state.key is NULL (consistent hashing needs a key)", f);
+    case RP_STRATEGY_WEIGHTED:
+        return rp__fail(RP_EINVAL, "%s: strategy.weights must hold %zu weights, not all 0 "
+                        "(got %zu)", f, n, s->weights ? s->nweights : 0);
+    default:
+        return rp__fail(RP_EINVAL, "%s: strategy.kind is not an rp_strategy_kind (got %d)", f,
+                        (int)s->kind);
+    }
+}
+
+static inline __attribute__((always_inline)) int pick(const rp_strategy *s, rp_route_state *st,
+                                                      rp_routee *const *routees, size_t n,
+                                                      size_t *out)
 {
     if (!s || !st || (n && (!routees || !out)))
         return RP_EINVAL;
@@ -269,4 +303,12 @@ int rp_strategy_pick(const rp_strategy *s, rp_route_state *st,
     default:
         return RP_EINVAL;
     }
+}
+
+int rp_strategy_pick(const rp_strategy *s, rp_route_state *st,
+                     rp_routee *const *routees, size_t n, size_t *out)
+{
+    int cnt = pick(s, st, routees, n, out);
+
+    return RP_LIKELY(cnt >= 0) ? cnt : pick_failed(s, st, routees, n, out);
 }

@@ -8,6 +8,10 @@
  * entry and runs its callback with the lock released.
  *
  * Lock order: t->mu is a leaf; callbacks run without it.
+ *
+ * A callback may not destroy the pool that owns the timer (its thread
+ * would join itself and then return into freed memory): rp_pool_destroy()
+ * asks rp__timer_current() and refuses.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,6 +27,14 @@ int64_t rp__now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The timer whose thread this is, NULL on every other thread. */
+static _Thread_local const rp__timer *current_timer;
+
+bool rp__timer_current(const rp__timer *t)
+{
+    return current_timer == t;
 }
 
 static bool before(const rp__timer_entry *a, const rp__timer_entry *b)
@@ -96,6 +108,7 @@ static void *timer_main(void *p)
 {
     rp__timer *t = p;
 
+    current_timer = t;
     pthread_mutex_lock(&t->mu);
     while (!t->stop) {
         struct timespec ts;

@@ -40,6 +40,9 @@ typedef struct rp__timer {
     char name[16];
 } rp__timer;
 
+/* Whether the calling thread is t's timer thread (running a callback). */
+bool rp__timer_current(const rp__timer *t);
+
 /* Now, CLOCK_MONOTONIC, in nanoseconds. */
 int64_t rp__now_ns(void);
 

@@ -344,9 +344,8 @@ static inline int make_pool(rp_pool **out, const char *name, unsigned routees,
 }
 
 /* Wait until every routee of the pool has gone to sleep once and is not
- * busy: a routee that just started (or woke) counts itself busy while it
- * looks for work, and smallest-mailbox passes it over.  False after
- * timeout_ms. */
+ * busy: the start-up of every routee is over, so tests that count sleeps
+ * or read depths start from a quiet pool.  False after timeout_ms. */
 static inline bool wait_all_asleep(rp_pool *pool, int timeout_ms)
 {
     const size_t n = rp_pool_size(pool);

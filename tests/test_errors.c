@@ -579,3 +579,147 @@ Test(bad_input, tell_to_stopped_routee_returns_estopped, .timeout = 10)
     cr_assert_eq(probe_undel(&pr), 0, "a refused job is not handed back");
     rp_pool_destroy(p);
 }
+
+/* ---- issue 15 item 8: every failing call names the function called ---- */
+
+/* Assert rc == want and that rp_errmsg() starts "func: " - set by this very
+ * call: a stale message from another function is planted first. */
+#define assert_fails_in(call, want, func)                                      \
+    do {                                                                       \
+        (void)rp_pool_create(NULL, NULL); /* "rp_pool_create: ..." */          \
+        const int64_t rc_ = (call);                                            \
+        cr_assert_eq(rc_, (int64_t)(want), "%s: got %lld (%s), want %s", #call, \
+                     (long long)rc_, rp_err_name((int)rc_), rp_err_name(want)); \
+        cr_assert_eq(strncmp(rp_errmsg(), func ": ", strlen(func ": ")), 0,    \
+                     "%s: rp_errmsg() \"%s\" does not start \"%s: \"", #call,  \
+                     rp_errmsg(), func);                                       \
+    } while (0)
+
+/* A custom strategy that returns *user choices, all naming index 5. */
+static int returns_user(void *user, rp_route_state *state, rp_routee *const *routees,
+                        size_t n, size_t *out)
+{
+    (void)state;
+    (void)routees;
+    for (size_t i = 0; i < n; i++)
+        out[i] = 5;
+    return *(int *)user;
+}
+
+Test(bad_input, strategy_pick_sets_errmsg_in_every_einval_case, .timeout = 10)
+{
+    rp_pool *p = NULL;
+    cr_assert_eq(make_pool(&p, "pick", 2, 0, 0, rp_strategy_round_robin()), 0);
+    rp_routee *r[2] = {rp_pool_routee(p, 0), rp_pool_routee(p, 1)};
+    rp_route_state st = {0};
+    size_t out[2];
+    const rp_strategy rr = rp_strategy_round_robin();
+    const unsigned w[3] = {1, 1, 1};
+    const rp_strategy weighted = rp_strategy_weighted(w, 3);
+    const rp_strategy hash = rp_strategy_consistent_hash(1);
+    const rp_strategy nofn = rp_strategy_custom(NULL, NULL);
+    int minus = -1, many = 3, one = 1;
+    const rp_strategy neg = rp_strategy_custom(returns_user, &minus);
+    const rp_strategy toomany = rp_strategy_custom(returns_user, &many);
+    const rp_strategy badidx = rp_strategy_custom(returns_user, &one);
+    rp_strategy badkind = rr;
+    badkind.kind = (rp_strategy_kind)42;
+
+    assert_fails_in(rp_strategy_pick(NULL, &st, r, 2, out), RP_EINVAL, "rp_strategy_pick");
+    assert_fails_in(rp_strategy_pick(&rr, NULL, r, 2, out), RP_EINVAL, "rp_strategy_pick");
+    assert_fails_in(rp_strategy_pick(&rr, &st, NULL, 2, out), RP_EINVAL, "rp_strategy_pick");
+    assert_fails_in(rp_strategy_pick(&rr, &st, r, 2, NULL), RP_EINVAL, "rp_strategy_pick");
+    assert_fails_in(rp_strategy_pick(&badkind, &st, r, 2, out), RP_EINVAL, "rp_strategy_pick");
+    assert_fails_in(rp_strategy_pick(&weighted, &st, r, 2, out), RP_EINVAL, "rp_strategy_pick");
+    assert_fails_in(rp_strategy_pick(&hash, &st, r, 2, out), RP_EINVAL, "rp_strategy_pick");
+    assert_fails_in(rp_strategy_pick(&nofn, &st, r, 2, out), RP_EINVAL, "rp_strategy_pick");
+    assert_fails_in(rp_strategy_pick(&neg, &st, r, 2, out), RP_EINVAL, "rp_strategy_pick");
+    assert_fails_in(rp_strategy_pick(&toomany, &st, r, 2, out), RP_EINVAL, "rp_strategy_pick");
+    assert_fails_in(rp_strategy_pick(&badidx, &st, r, 2, out), RP_EINVAL, "rp_strategy_pick");
+    cr_assert(names_field(rp_errmsg(), "custom"), "%s", rp_errmsg());
+    rp_pool_destroy(p);
+}
+
+Test(bad_input, routee_depth_sets_errmsg_for_einval_and_enodepth, .timeout = 10)
+{
+    fake_foreign f = {.id = 0}, g = {.id = 1, .depth = -1};
+    rp_routee *nodepth = NULL, *failing = NULL;
+    cr_assert_eq(rp_routee_foreign_create(&nodepth, fake_foreign_send, NULL, &f), 0);
+    cr_assert_eq(rp_routee_foreign_create(&failing, fake_foreign_send, fake_foreign_depth, &g),
+                 0);
+    assert_fails_in(rp_routee_depth(NULL), RP_EINVAL, "rp_routee_depth");
+    cr_assert(names_field(rp_errmsg(), "routee"), "%s", rp_errmsg());
+    assert_fails_in(rp_routee_depth(nodepth), RP_ENODEPTH, "rp_routee_depth");
+    assert_fails_in(rp_routee_depth(failing), RP_ENODEPTH, "rp_routee_depth");
+    rp_routee_foreign_destroy(failing);
+    rp_routee_foreign_destroy(nodepth);
+}
+
+static void no_reply(rp_future *f, void *user)
+{
+    (void)f;
+    (void)user;
+}
+
+/* Forwarding calls: each message names the function the user called, not
+ * the one it forwards to. */
+Test(bad_input, forwarded_failures_name_the_function_the_user_called, .timeout = 20)
+{
+    rp_pool *p = NULL, *ch = NULL;
+    cr_assert_eq(make_pool(&p, "fwd", 2, 0, 0, rp_strategy_round_robin()), 0);
+    cr_assert_eq(make_pool(&ch, "fwdch", 2, 0, 0, rp_strategy_consistent_hash(1)), 0);
+    rp_router *rt = rp_pool_router(p), *sg = NULL;
+    cr_assert_eq(rp_router_create_scatter_gather(&sg, p, NULL, NULL), 0, "%s", rp_errmsg());
+    probe pr[2];
+    probe_init_n(pr, 2, NULL, 0, NULL);
+    void *args[2] = {&pr[0], &pr[1]};
+    rp_future *f = NULL;
+
+    /* Bad arguments. */
+    assert_fails_in(rp_pool_submit(p, NULL, NULL), RP_EINVAL, "rp_pool_submit");
+    cr_assert(names_field(rp_errmsg(), "fn"), "%s", rp_errmsg());
+    assert_fails_in(rp_pool_submit(ch, noop_job, NULL), RP_EINVAL, "rp_pool_submit");
+    assert_fails_in(rp_pool_submit_batch(p, NULL, args, 2), RP_EINVAL, "rp_pool_submit_batch");
+    assert_fails_in(rp_pool_submit_batch(ch, noop_job, args, 2), RP_EINVAL,
+                    "rp_pool_submit_batch");
+    assert_fails_in(rp_router_tell_reply(rt, NULL, NULL, 0, no_reply, NULL), RP_EINVAL,
+                    "rp_router_tell_reply");
+    assert_fails_in(rp_router_tell_reply(rt, noop_job, NULL, -1, no_reply, NULL), RP_EINVAL,
+                    "rp_router_tell_reply");
+    assert_fails_in(rp_router_tell_reply(rp_pool_router(ch), noop_job, NULL, 0, no_reply, NULL),
+                    RP_EINVAL, "rp_router_tell_reply");
+    assert_fails_in(rp_router_ask(rp_pool_router(ch), noop_job, NULL, 0, &f), RP_EINVAL,
+                    "rp_router_ask");
+    assert_fails_in(rp_router_tell(rp_pool_router(ch), noop_job, NULL), RP_EINVAL,
+                    "rp_router_tell");
+
+    /* Refusals after shutdown, on every path (routee 1 stopped before). */
+    cr_assert_eq(rp_routee_stop(rp_pool_routee(p, 1)), 0);
+    cr_assert_eq(rp_pool_shutdown(p, RP_SHUTDOWN_DRAIN), 0);
+    assert_fails_in(rp_pool_submit(p, noop_job, NULL), RP_ESHUTDOWN, "rp_pool_submit");
+    assert_fails_in(rp_pool_submit(p, noop_job, NULL), RP_ESHUTDOWN, "rp_pool_submit");
+    assert_fails_in(rp_pool_submit_batch(p, noop_job, args, 2), RP_ESHUTDOWN,
+                    "rp_pool_submit_batch");
+    assert_fails_in(rp_router_tell(rt, noop_job, NULL), RP_ESHUTDOWN, "rp_router_tell");
+    assert_fails_in(rp_router_tell_key(rt, "k", 1, noop_job, NULL), RP_ESHUTDOWN,
+                    "rp_router_tell_key");
+    assert_fails_in(rp_router_tell_batch(rt, noop_job, args, 2), RP_ESHUTDOWN,
+                    "rp_router_tell_batch");
+    assert_fails_in(rp_router_ask(rt, noop_job, NULL, 0, &f), RP_ESHUTDOWN, "rp_router_ask");
+    assert_fails_in(rp_router_tell_reply(rt, noop_job, NULL, 0, no_reply, NULL), RP_ESHUTDOWN,
+                    "rp_router_tell_reply");
+    assert_fails_in(rp_router_broadcast(rt, noop_job, NULL), RP_ESHUTDOWN,
+                    "rp_router_broadcast");
+    assert_fails_in(rp_router_ask(sg, noop_job, NULL, 0, &f), RP_ESHUTDOWN, "rp_router_ask");
+    assert_fails_in(rp_router_tell_reply(sg, noop_job, NULL, 0, no_reply, NULL), RP_ESHUTDOWN,
+                    "rp_router_tell_reply");
+    assert_fails_in(rp_router_tell(sg, noop_job, NULL), RP_ESHUTDOWN, "rp_router_tell");
+    assert_fails_in(rp_routee_tell(rp_pool_routee(p, 1), noop_job, NULL), RP_ESHUTDOWN,
+                    "rp_routee_tell");
+    assert_fails_in(rp_routee_ask(rp_pool_routee(p, 1), noop_job, NULL, 0, &f), RP_ESHUTDOWN,
+                    "rp_routee_ask");
+    cr_assert_null(f);
+    rp_router_destroy(sg);
+    rp_pool_destroy(ch);
+    rp_pool_destroy(p);
+}

@@ -141,6 +141,19 @@ Test(promise, create__after_shutdown_returns_eshutdown)
     rp_pool_destroy(p);
 }
 
+Test(promise, create__after_shutdown_returns_eshutdown_with_every_routee_stopped_before)
+{
+    rp_pool *p = new_pool(2);
+    rp_future *f = NULL;
+
+    for (size_t i = 0; i < 2; i++)
+        cr_assert_eq(rp_routee_stop(rp_pool_routee(p, i)), 0);
+    cr_assert_eq(rp_pool_shutdown(p, RP_SHUTDOWN_DRAIN), 0);
+    cr_expect_eq(rp_future_create(&f, p, 100), RP_ESHUTDOWN);
+    cr_expect_null(f);
+    rp_pool_destroy(p);
+}
+
 Test(promise, create__is_pending_with_the_default_and_without_a_deadline)
 {
     rp_pool *p = new_pool(1);

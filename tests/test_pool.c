@@ -257,8 +257,7 @@ static void shutdown_with_queue(int mode, probe *holds, probe (*q)[50],
     probe_init(&late, &LOG, 999, NULL);
     cr_assert_eq(rp_pool_submit(p, probe_job, &late), RP_ESHUTDOWN);
     const int trc = rp_routee_tell(rp_pool_routee(p, 0), probe_job, &late);
-    cr_assert(trc == RP_ESHUTDOWN || trc == RP_ESTOPPED,
-              "tell after shutdown: %s", rp_err_name(trc));
+    cr_assert_eq(trc, RP_ESHUTDOWN, "tell after shutdown: %s", rp_err_name(trc));
     cr_assert_eq(rp_pool_wait_idle(p, 1000), 0);
     cr_assert_eq(rp_pool_shutdown(p, mode), 0, "second shutdown is a no-op");
     rp_pool_destroy(p);
@@ -535,6 +534,262 @@ Test(pool, busy_reflects_a_running_job, .init = setup, .timeout = 10)
     while (rp_routee_busy(r) && now_ms() < deadline)
         sleep_ms(1);
     cr_assert_not(rp_routee_busy(r));
+    rp_pool_destroy(p);
+    gate_destroy(&g);
+}
+
+/* ---- issue 15 item 2: busy means "running a job" ---- */
+
+/* Every routee of p has slept once (its start and first look are over). */
+static bool all_slept(rp_pool *p)
+{
+    for (size_t i = 0; i < rp_pool_size(p); i++)
+        if (stats_of(p, i).sleeps == 0)
+            return false;
+    return true;
+}
+
+Test(pool, busy_is_never_true_on_1000_fresh_pools_that_never_ran_a_job,
+     .timeout = 120)
+{
+    int busy_pools = 0;
+
+    for (int k = 0; k < 1000; k++) {
+        rp_pool *p = NULL;
+        bool seen = false;
+        cr_assert_eq(make_pool(&p, "fresh", 2, 0, 0, rp_strategy_round_robin()), 0);
+        /* Watch from creation through every routee's first sleep: the
+         * window in which a routee used to count itself busy. */
+        const int64_t deadline = now_ms() + 5000;
+        bool slept = false;
+        while (!slept && now_ms() < deadline) {
+            slept = all_slept(p);
+            for (size_t i = 0; i < 2; i++)
+                seen |= rp_routee_busy(rp_pool_routee(p, i));
+        }
+        cr_assert(slept, "pool %d: a routee never went to sleep", k);
+        busy_pools += seen;
+        rp_pool_destroy(p);
+    }
+    cr_assert_eq(busy_pools, 0, "%d of 1000 idle pools showed a busy routee", busy_pools);
+}
+
+/* ---- issue 15 item 3: after shutdown, every submit path says so ---- */
+
+static atomic_int late_replies;
+
+static void late_reply_cb(rp_future *f, void *user)
+{
+    (void)f;
+    (void)user;
+    atomic_fetch_add(&late_replies, 1);
+}
+
+static rp_router *router_with(rp_pool *p, rp_strategy s)
+{
+    rp_router_options o;
+    rp_router_options_init(&o);
+    o.strategy = s;
+    o.on_undelivered = probe_undelivered;
+    rp_router *rt = NULL;
+    cr_assert_eq(rp_router_create(&rt, p, &o), 0, "%s", rp_errmsg());
+    return rt;
+}
+
+/* Every way of submitting, once, with one probe; each must refuse it.
+ * Batches hand each job they cannot queue back (router.h): bp's three
+ * probes come back once per batch call. */
+static void expect_all_refused(rp_pool *p, rp_router *const rts[3], probe *pr, probe *bp)
+{
+    rp_router *rr = rts[0], *bc = rts[1], *sg = rts[2];
+    void *args[3] = {&bp[0], &bp[1], &bp[2]};
+    rp_future *f = (rp_future *)1;
+    struct { const char *what; int rc; } got[] = {
+        {"rp_pool_submit", rp_pool_submit(p, probe_job, pr)},
+        {"rp_pool_submit_batch", rp_pool_submit_batch(p, probe_job, args, 3)},
+        {"rp_router_tell", rp_router_tell(rr, probe_job, pr)},
+        {"rp_router_tell_key", rp_router_tell_key(rr, "k", 1, probe_job, pr)},
+        {"rp_router_tell_batch", rp_router_tell_batch(rr, probe_job, args, 3)},
+        {"rp_router_ask", rp_router_ask(rr, probe_job, pr, 1000, &f)},
+        {"rp_router_tell_reply",
+         rp_router_tell_reply(rr, probe_job, pr, 1000, late_reply_cb, NULL)},
+        {"rp_router_broadcast", rp_router_broadcast(rr, probe_job, pr)},
+        {"rp_router_tell (broadcast router)", rp_router_tell(bc, probe_job, pr)},
+        {"rp_router_ask (broadcast router)", rp_router_ask(bc, probe_job, pr, 1000, &f)},
+        {"rp_router_tell_batch (broadcast router)", rp_router_tell_batch(bc, probe_job, args, 3)},
+        {"rp_router_ask (scatter-gather)", rp_router_ask(sg, probe_job, pr, 1000, &f)},
+        {"rp_router_tell (scatter-gather)", rp_router_tell(sg, probe_job, pr)},
+        {"rp_routee_tell (live before)", rp_routee_tell(rp_pool_routee(p, 0), probe_job, pr)},
+        {"rp_routee_tell (stopped before)", rp_routee_tell(rp_pool_routee(p, 1), probe_job, pr)},
+        {"rp_routee_ask (stopped before)",
+         rp_routee_ask(rp_pool_routee(p, 1), probe_job, pr, 1000, &f)},
+    };
+    for (size_t i = 0; i < sizeof got / sizeof got[0]; i++)
+        cr_assert_eq(got[i].rc, RP_ESHUTDOWN, "%s after shutdown: %s (%s)", got[i].what,
+                     rp_err_name(got[i].rc), rp_errmsg());
+    cr_assert_null(f, "a refused ask leaves no future");
+}
+
+Test(shutdown, every_submit_path_returns_eshutdown_even_with_a_routee_stopped_before,
+     .init = setup, .timeout = 30)
+{
+    rp_pool *p = NULL;
+    cr_assert_eq(make_pool(&p, "sdall", 2, 0, 0, rp_strategy_round_robin()), 0);
+    rp_router *rts[3] = {router_with(p, rp_strategy_round_robin()),
+                         router_with(p, rp_strategy_broadcast()), NULL};
+    cr_assert_eq(rp_router_create_scatter_gather(&rts[2], p, NULL, NULL), 0, "%s", rp_errmsg());
+    cr_assert_eq(rp_routee_stop(rp_pool_routee(p, 1)), 0);
+    cr_assert_eq(rp_pool_shutdown(p, RP_SHUTDOWN_DRAIN), 0);
+    atomic_init(&late_replies, 0);
+    /* Rounds: the round-robin index lands on the stopped routee every
+     * other job, which used to return 0 and hand the job back. */
+    probe pr[50], bp[50][3];
+    probe_init_n(pr, 50, &LOG, 0, NULL);
+    for (int k = 0; k < 50; k++) {
+        probe_init_n(bp[k], 3, &LOG, 100 + 3 * k, NULL);
+        expect_all_refused(p, rts, &pr[k], bp[k]);
+    }
+    for (int k = 0; k < 50; k++) {
+        cr_assert_eq(probe_runs(&pr[k]), 0);
+        cr_assert_eq(probe_undel(&pr[k]), 0, "job %d was accepted and handed back (%s)", k,
+                     rp_err_name(atomic_load(&pr[k].reason)));
+        for (int j = 0; j < 3; j++) {
+            cr_assert_eq(probe_runs(&bp[k][j]), 0);
+            cr_assert_eq(probe_undel(&bp[k][j]), 3, "one hand-back per batch call");
+            cr_assert_eq(atomic_load(&bp[k][j].reason), RP_ESHUTDOWN, "%s",
+                         rp_err_name(atomic_load(&bp[k][j].reason)));
+        }
+    }
+    cr_assert_eq(atomic_load(&late_replies), 0, "no reply callback for a refused job");
+    for (int i = 0; i < 3; i++)
+        rp_router_destroy(rts[i]);
+    rp_pool_destroy(p);
+}
+
+/* ---- issue 15 items 6 and 7: callbacks that shut down or destroy ---- */
+
+typedef struct teardown_cb {
+    rp_pool *pool;
+    gate *gate;
+    atomic_int calls;
+    atomic_int shutdown_rc;
+    atomic_bool on_test_thread;
+    pthread_t test_thread;
+} teardown_cb;
+
+static void teardown_cb_init(teardown_cb *t, rp_pool *p, gate *g)
+{
+    t->pool = p;
+    t->gate = g;
+    atomic_init(&t->calls, 0);
+    atomic_init(&t->shutdown_rc, 1);
+    atomic_init(&t->on_test_thread, false);
+    t->test_thread = pthread_self();
+}
+
+static rp_pool *logged_pool(const char *name, unsigned routees, logcap *lc)
+{
+    rp_pool_options o;
+    rp_pool_options_init(&o);
+    o.name = name;
+    o.routees = routees;
+    o.on_undelivered = probe_undelivered;
+    o.log = logcap_fn;
+    o.log_user = lc;
+    rp_pool *p = NULL;
+    cr_assert_eq(rp_pool_create(&p, &o), 0, "%s", rp_errmsg());
+    return p;
+}
+
+/* Let the blocked job go, shut the pool down from inside the shutdown
+ * that runs us, then try to destroy it. */
+static void shutdown_then_destroy_cb(rp_future *f, void *user)
+{
+    teardown_cb *t = user;
+    (void)f;
+    atomic_store(&t->on_test_thread, pthread_equal(pthread_self(), t->test_thread) != 0);
+    gate_open(t->gate);
+    atomic_store(&t->shutdown_rc, rp_pool_shutdown(t->pool, RP_SHUTDOWN_DRAIN));
+    rp_pool_destroy(t->pool); /* refused: the outer shutdown still runs */
+    atomic_fetch_add(&t->calls, 1);
+}
+
+Test(shutdown, a_future_callback_run_by_shutdown_may_shut_down_and_destroy_the_pool,
+     .init = setup, .timeout = 30)
+{
+    logcap lc;
+    logcap_init(&lc);
+    rp_pool *p = logged_pool("cbsd", 2, &lc);
+    rp_router *sg = NULL;
+    cr_assert_eq(rp_router_create_scatter_gather(&sg, p, NULL, NULL), 0, "%s", rp_errmsg());
+    gate g;
+    gate_init(&g);
+    probe pr;
+    probe_init(&pr, &LOG, 0, &g);
+    teardown_cb t;
+    teardown_cb_init(&t, p, &g);
+    rp_future *f = NULL;
+    /* The scatter stays open: both copies wait on the gate. */
+    cr_assert_eq(rp_router_ask(sg, probe_job, &pr, 0, &f), 0, "%s", rp_errmsg());
+    cr_assert_eq(rp_future_on_complete(f, shutdown_then_destroy_cb, &t), 0);
+    cr_assert(gate_wait_entered(&g, 2, 5000));
+    /* Used to deadlock: the callback ran under pool->life. */
+    cr_assert_eq(rp_pool_shutdown(p, RP_SHUTDOWN_DRAIN), 0);
+    cr_assert_eq(atomic_load(&t.calls), 1);
+    cr_assert(atomic_load(&t.on_test_thread), "stop_scatters runs callbacks in the caller");
+    cr_assert_eq(atomic_load(&t.shutdown_rc), 0, "the nested shutdown joins and returns 0");
+    cr_assert_eq(logcap_count(&lc, RP_LOG_ERROR), 1, "the nested destroy is refused, logged");
+    cr_assert_eq(probe_runs(&pr), 2, "both copies ran (drain)");
+    for (size_t i = 0; i < 2; i++)
+        cr_assert(rp_routee_stopped(rp_pool_routee(p, i)));
+    rp_future_release(f);
+    rp_router_destroy(sg);
+    rp_pool_destroy(p);
+    gate_destroy(&g);
+}
+
+/* On the timer thread (the ask's deadline): let the job go and try to
+ * destroy the pool. */
+static void destroy_on_timer_cb(rp_future *f, void *user)
+{
+    teardown_cb *t = user;
+    (void)f;
+    atomic_store(&t->on_test_thread, pthread_equal(pthread_self(), t->test_thread) != 0);
+    gate_open(t->gate);
+    rp_pool_destroy(t->pool); /* refused on the timer thread */
+    atomic_fetch_add_explicit(&t->calls, 1, memory_order_release);
+}
+
+Test(pool, destroy_from_a_future_callback_on_the_timer_thread_is_refused_and_logged,
+     .init = setup, .timeout = 30)
+{
+    logcap lc;
+    logcap_init(&lc);
+    rp_pool *p = logged_pool("cbtm", 1, &lc);
+    gate g;
+    gate_init(&g);
+    probe pr;
+    probe_init(&pr, &LOG, 0, &g);
+    teardown_cb t;
+    teardown_cb_init(&t, p, &g);
+    rp_future *f = NULL;
+    cr_assert_eq(rp_router_ask(rp_pool_router(p), probe_job, &pr, 50, &f), 0, "%s",
+                 rp_errmsg());
+    cr_assert_eq(rp_future_on_complete(f, destroy_on_timer_cb, &t), 0);
+    cr_assert(gate_wait_entered(&g, 1, 5000));
+    /* The deadline fails the ask on the timer thread, which runs t. */
+    cr_assert(wait_atomic_ge(&t.calls, 1, 10000), "the callback did not run");
+    cr_assert_not(atomic_load(&t.on_test_thread));
+    cr_assert_eq(rp_future_status(f), RP_FUTURE_FAILED);
+    cr_assert_eq(logcap_count(&lc, RP_LOG_ERROR), 1, "the refusal is logged");
+    /* The pool is still whole: it runs a job and shuts down normally. */
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    probe after;
+    probe_init(&after, &LOG, 1, NULL);
+    cr_assert_eq(rp_pool_submit(p, probe_job, &after), 0);
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    cr_assert_eq(probe_runs(&after), 1);
+    rp_future_release(f);
     rp_pool_destroy(p);
     gate_destroy(&g);
 }

@@ -1016,3 +1016,25 @@ Test(round_robin, three_routees_nine_jobs_three_each_in_order,
     rp_pool_destroy(p);
     gate_destroy(&g);
 }
+
+/* ---- issue 15 item 2: an idle pool routes like round-robin ---- */
+
+Test(smallest_mailbox, first_job_lands_on_routee_0_in_1000_fresh_pools, .init = setup,
+     .timeout = 120)
+{
+    int elsewhere = 0;
+
+    for (int k = 0; k < 1000; k++) {
+        rp_pool *p = NULL;
+        probe pr;
+        cr_assert_eq(make_pool(&p, "first", 2, 0, 0, rp_strategy_smallest_mailbox()), 0);
+        probe_init(&pr, NULL, k, NULL);
+        cr_assert_eq(rp_pool_submit(p, probe_job, &pr), 0);
+        cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+        cr_assert_eq(probe_runs(&pr), 1);
+        elsewhere += probe_routee(&pr) != 0;
+        rp_pool_destroy(p);
+    }
+    cr_assert_eq(elsewhere, 0, "the first job ran elsewhere than routee 0 in %d of 1000 pools",
+                 elsewhere);
+}

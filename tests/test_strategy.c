@@ -593,3 +593,33 @@ Test(strategy_names, every_kind_has_a_distinct_name, .timeout = 10)
                               rp_strategy_name(kinds[j]));
     }
 }
+
+/* ---- issue 15 item 2: an idle routee is not busy ---- */
+
+Test(smallest_mailbox, pick_at_index_0_chooses_routee_0_on_1000_fresh_pools,
+     .timeout = 120)
+{
+    const rp_strategy sm = rp_strategy_smallest_mailbox();
+    int missed = 0;
+
+    for (int k = 0; k < 1000; k++) {
+        rp_routee *r[2];
+        rp_pool *p = idle_pool(2, r);
+        bool miss = false;
+        /* Pick from creation until every routee slept once (its first
+         * look for work is over): routee 0 is empty and idle throughout. */
+        const int64_t deadline = now_ms() + 5000;
+        for (;;) {
+            rp_routee_stats st0, st1;
+            cr_assert_eq(rp_routee_stats_get(r[0], &st0), 0);
+            cr_assert_eq(rp_routee_stats_get(r[1], &st1), 0);
+            miss |= pick1(&sm, r, 2, 0) != 0;
+            if ((st0.sleeps && st1.sleeps) || now_ms() > deadline)
+                break;
+        }
+        missed += miss;
+        rp_pool_destroy(p);
+    }
+    cr_assert_eq(missed, 0, "in %d of 1000 idle pools a pick at index 0 missed routee 0",
+                 missed);
+}

@@ -198,7 +198,8 @@ int rp_pool_create(rp_pool **out, const rp_pool_options *opts);
  *   RP_EINVAL     pool or fn is NULL, or the default strategy is consistent
  *                 hashing (use rp_router_tell_key());
  *   RP_EFULL      bounded mailbox full under RP_OVERFLOW_REJECT;
- *   RP_ESHUTDOWN  rp_pool_shutdown() was called;
+ *   RP_ESHUTDOWN  rp_pool_shutdown() was called (also when some routee was
+ *                 stopped before it): not accepted, nothing handed back;
  *   RP_ENOMEM     no memory for the job record.
  * Thread-safe; may be called from inside a job.
  */
@@ -237,7 +238,11 @@ int rp_pool_wait_idle(rp_pool *pool, int timeout_ms);
  * RP_ESHUTDOWN.  With RP_SHUTDOWN_DRAIN every queued job runs first; with
  * RP_SHUTDOWN_ABORT running jobs finish and queued ones are handed back
  * with RP_ESHUTDOWN.  Returns once every routee thread has exited.
- * Calling it again is a no-op returning 0.
+ * Calling it again is a no-op returning 0 (once the routee threads exited).
+ * Open scatters fail at once ("stopped ..."): their futures' callbacks run
+ * in this call, with no library lock held, and may call rp_pool_shutdown()
+ * on the same pool (it returns 0 once the routees exited) but not destroy
+ * it (rp_pool_destroy() refuses, see there).
  *
  * @return 0, RP_EINVAL (NULL pool or unknown mode), or RP_EBUSY when called
  *         from one of the pool's own routee threads.
@@ -248,8 +253,15 @@ int rp_pool_shutdown(rp_pool *pool, int mode);
 /**
  * Shut the pool down (RP_SHUTDOWN_DRAIN if not done yet), join every
  * thread and free everything.  Accepts NULL.  Must not be called while
- * another thread uses the pool, nor from a routee thread (then it does
- * nothing but log an error).
+ * another thread uses the pool.  Refused - it does nothing but log an
+ * error (RP_LOG_ERROR), and the pool stays whole and usable - when called
+ * from a thread the pool itself runs or waits on:
+ *   - a routee thread of the pool (a job, or a callback a job ran);
+ *   - the pool's timer thread (a future callback run by an ask deadline or
+ *     a scatter timer: future.h says callbacks may run there);
+ *   - a callback that rp_pool_shutdown() or rp_pool_destroy() of the same
+ *     pool runs (an open scatter's future failing "stopped").
+ * Destroy the pool from another thread after such a callback signalled it.
  */
 void rp_pool_destroy(rp_pool *pool);
 
@@ -268,18 +280,25 @@ rp_routee *rp_pool_routee(rp_pool *pool, size_t i);
  * back, never elsewhere.  Works for foreign routees too (their send
  * callback is called).
  * @return as rp_pool_submit(), plus RP_ESTOPPED when the routee is stopped
- *         (not accepted; arg stays the caller's).
+ *         (not accepted; arg stays the caller's).  Once the pool is shut
+ *         down: RP_ESHUTDOWN, also for a routee stopped before.
  */
 int rp_routee_tell(rp_routee *r, rp_job_fn fn, void *arg);
 
 /**
  * Jobs queued on the routee (not counting the one running).
  * @return the depth (>= 0), RP_EINVAL for NULL, or RP_ENODEPTH for a
- *         foreign routee whose depth cannot be read.
+ *         foreign routee whose depth cannot be read (no depth callback, or
+ *         it returned a negative value); rp_errmsg() names the cause.
  */
 int64_t rp_routee_depth(const rp_routee *r);
 
-/** True while the routee is running a job.  False for NULL and foreign routees. */
+/**
+ * True while the routee is running a job, counted from the moment it takes
+ * the job from a queue (so a job in flight is never invisible).  A routee
+ * that is idle, starting, or waking up to find nothing is not busy.  False
+ * for NULL and foreign routees.
+ */
 bool rp_routee_busy(const rp_routee *r);
 
 /**

@@ -82,7 +82,10 @@ int rp_router_create_group(rp_router **out, rp_routee *const *routees,
  *         choice, plus the mailbox reasons), or
  *   RP_EINVAL     NULL router or fn; consistent-hash router (needs a key);
  *   RP_EFULL      the chosen bounded mailbox rejected it;
- *   RP_ESHUTDOWN  the chosen routee's pool is shut down;
+ *   RP_ESHUTDOWN  rp_pool_shutdown() was called on the router's pool (for
+ *                 a group router: on the pool of the routee it reached
+ *                 last), also when some routee was stopped before; nothing
+ *                 is accepted or handed back;
  *   RP_ENOMEM.
  * With a fan-out strategy (broadcast or custom) the call returns 0 once
  * the strategy chose its routees: every copy then runs or is handed back
@@ -122,7 +125,9 @@ int rp_router_tell(rp_router *router, rp_job_fn fn, void *arg);
  *         (NULL router, fn, or args with n > 0; consistent-hash router,
  *         which needs a key per job) before anything was routed.
  * A scatter-gather router hands every job back (RP_ENOREPLY), as for a
- * tell; a broadcast router fans each one out.  Thread-safe.
+ * tell; a broadcast router fans each one out.  After rp_pool_shutdown()
+ * every job is handed back with RP_ESHUTDOWN and the call returns
+ * RP_ESHUTDOWN.  Thread-safe.
  */
 int rp_router_tell_batch(rp_router *router, rp_job_fn fn, void *const *args, size_t n);
 
@@ -147,8 +152,9 @@ int rp_router_tell_key(rp_router *router, const void *key, size_t key_len,
  * back on its own, so arg may come back several times.
  * @return 0 when at least one routee was live: every copy then runs or is
  *         handed back; RP_ENOROUTEE when no routee is live (nothing sent,
- *         nothing handed back, arg still the caller's); RP_EINVAL for NULL
- *         arguments.
+ *         nothing handed back, arg still the caller's); RP_ESHUTDOWN when
+ *         that is because the pool was shut down (likewise nothing sent);
+ *         RP_EINVAL for NULL arguments.
  */
 int rp_router_broadcast(rp_router *router, rp_job_fn fn, void *arg);
 

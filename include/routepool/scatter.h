@@ -38,6 +38,10 @@
  * refused: RP_ETIMEDOUT when it timed out (either deadline), RP_ECANCELLED
  * when another routee won or it stopped; the value stays the job's.
  *
+ * After rp_pool_shutdown() rp_router_ask(), rp_router_tell_reply() and
+ * rp_router_tell() on a scatter-gather router return RP_ESHUTDOWN: nothing
+ * is scattered, counted or handed back, and arg stays the caller's.
+ *
  * Copies share arg.  A copy that never runs (a cancelled loser, an expired
  * copy, one a full mailbox refused) is handed back on its own through the
  * pool's on_undelivered, so arg may come back several times.

@@ -129,7 +129,10 @@ rp_strategy rp_strategy_broadcast(void);
  * Smallest mailbox.  The scan starts at message_index % n and keeps the
  * routee with the strictly smallest score, stopping at the first score of
  * 0.  The score is the queued depth plus one while the routee is running a
- * job.  A stopped routee is skipped; a routee whose depth cannot be read (a
+ * job (counted from the moment it takes the job, so the score does not dip
+ * between the take and the start; an idle routee looking for work scores
+ * its depth only: on an idle pool every score is 0 and the strategy picks
+ * exactly what round-robin picks).  A stopped routee is skipped; a routee whose depth cannot be read (a
  * foreign routee without a depth callback, or one whose callback fails)
  * scores 0.  When every routee is stopped the job goes to routees[start],
  * which hands it back with RP_ESTOPPED (observable, never silent).
@@ -174,9 +177,12 @@ rp_strategy rp_strategy_custom(rp_strategy_fn fn, void *user);
  * @param state    routing state of the job (state->pinned may be set).
  * @param routees  n routees (borrowed).
  * @param out      room for n indices.
- * @return the number of indices written (0..n), or RP_EINVAL when a custom
- *         strategy made an invalid choice, an unkeyed job reached a
- *         consistent-hash strategy, or the weights do not match n.
+ * @return the number of indices written (0..n), or RP_EINVAL when s or
+ *         state is NULL, routees or out is NULL with n > 0, s->kind is not
+ *         an rp_strategy_kind, a custom strategy has no function or made an
+ *         invalid choice, an unkeyed job reached a consistent-hash
+ *         strategy, or the weights do not match n; rp_errmsg() then names
+ *         rp_strategy_pick and the field.
  *
  * Reads routee depth, busy and stopped flags but changes nothing.
  * Thread-safe.

@@ -1030,6 +1030,20 @@ fail:
     return err;
 }
 
+/* A routee thread that did not start: the message names the thread
+ * options in play, the likely causes. */
+static int thread_failed(const rp_pool *pool, unsigned i, int err)
+{
+    char stack[48] = "", cpu[32] = "";
+
+    if (pool->stack_size)
+        snprintf(stack, sizeof stack, " (opts.stack_size %zu bytes)", pool->stack_size);
+    if (pool->ncpus)
+        snprintf(cpu, sizeof cpu, " (opts.cpus: CPU %d)", pool->cpus[i % pool->ncpus]);
+    return rp__fail(RP_ESYS, "rp_pool_create: pthread_create for routee %u: %s%s%s", i,
+                    strerror(err), stack, cpu);
+}
+
 static int start_threads(rp_pool *pool)
 {
     char name[16];
@@ -1048,9 +1062,7 @@ static int start_threads(rp_pool *pool)
             pthread_attr_destroy(&attr);
         }
         if (err != 0)
-            return rp__fail(RP_ESYS, "rp_pool_create: pthread_create for routee %u: %s%s%s",
-                            i, strerror(err), pool->stack_size ? " (opts.stack_size)" : "",
-                            pool->ncpus ? " (opts.cpus)" : "");
+            return thread_failed(pool, i, err);
         r->started = true;
     }
     return 0;

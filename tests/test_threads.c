@@ -368,6 +368,41 @@ Test(threads, pool_is_usable_from_the_start_hook_and_self_told_jobs_run_after_it
                  "every job accepted from a stop hook ran (drain)");
 }
 
+/* ---- naming the thread from the start hook ---- */
+
+static void rename_start(rp_pool *pool, int routee, void *user)
+{
+    char name[16];
+    (void)pool;
+    (void)user;
+    snprintf(name, sizeof name, "worker-%d", routee);
+    pthread_setname_np(pthread_self(), name);
+}
+
+static void name_job(rp_job_ctx *ctx, void *arg)
+{
+    char got[16] = "", want[16];
+    pthread_getname_np(pthread_self(), got, sizeof got);
+    snprintf(want, sizeof want, "worker-%d", rp_job_routee(ctx));
+    atomic_fetch_add((atomic_int *)arg, strcmp(got, want) == 0 ? 1 : 1000);
+}
+
+Test(threads, start_hook_names_the_thread_after_the_pool_did, .timeout = 10)
+{
+    rp_pool_options o;
+    rp_pool_options_init(&o);
+    o.routees = 2;
+    o.on_thread_start = rename_start;
+    rp_pool *p = NULL;
+    cr_assert_eq(rp_pool_create(&p, &o), 0, "%s", rp_errmsg());
+    atomic_int named = 0;
+    for (size_t i = 0; i < 2; i++)
+        cr_assert_eq(rp_routee_tell(rp_pool_routee(p, i), name_job, &named), 0);
+    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
+    rp_pool_destroy(p);
+    cr_assert_eq(atomic_load(&named), 2, "jobs see the name the start hook gave");
+}
+
 /* ---- stack size ---- */
 
 typedef struct stack_arg {

@@ -27,6 +27,12 @@
  * that finds more backlog after its steal wakes the next one, so wake-ups
  * grow with the work, not with the number of jobs (no thundering herd).
  *
+ * Routee threads.  Each starts with opts.stack_size and, with a CPU set,
+ * on its CPU (thread attributes: a CPU refused fails rp_pool_create()),
+ * names itself, pins itself for pin_cpus, runs on_thread_start, the loop,
+ * then on_thread_stop, all with no lock held.  The hooks cost nothing per
+ * job: they run once per thread, outside the loop.
+ *
  * Lock order: pool->life and pool->sg_lock are leaves, never held together
  * and never nested with another lock: pool->life guards shutdown's states
  * (closing, joining, joined) and is released before user code runs and
@@ -35,7 +41,9 @@
  * while a job or a callback runs.
  */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +88,99 @@ void rp__pool_handback(void *p, void *arg, int reason)
         pool->on_undelivered(arg, reason, pool->undelivered_user);
 }
 
+/* The smallest stack pthread accepts.  glibc 2.34 and later define
+ * PTHREAD_STACK_MIN as this sysconf() call. */
+static size_t stack_min(void)
+{
+    long v = sysconf(_SC_THREAD_STACK_MIN);
+
+    return v > 0 ? (size_t)v : (size_t)PTHREAD_STACK_MIN;
+}
+
+static size_t page_size(void)
+{
+    long v = sysconf(_SC_PAGESIZE);
+
+    return v > 0 ? (size_t)v : 4096;
+}
+
+/* opts.stack_size: 0, or at least stack_min() and roundable to pages.
+ * Rounded up rather than refused: pthread may refuse a size that is not
+ * a multiple of the page size, and the caller asked for at least this. */
+static int check_stack(size_t size)
+{
+    if (size == 0)
+        return 0;
+    if (size < stack_min())
+        return rp__fail(RP_EINVAL, "rp_pool_create: opts.stack_size must be 0 (the default) or "
+                        "at least PTHREAD_STACK_MIN, %zu bytes (got %zu)", stack_min(), size);
+    if (size > SIZE_MAX - (page_size() - 1))
+        return rp__fail(RP_EINVAL, "rp_pool_create: opts.stack_size %zu cannot be rounded up "
+                        "to the page size", size);
+    return 0;
+}
+
+static size_t round_to_pages(size_t size)
+{
+    size_t page = page_size();
+
+    return (size + page - 1) / page * page;
+}
+
+/* "0-3,6": the CPUs of set, for a message (truncated to fit len). */
+static void format_cpus(const cpu_set_t *set, char *buf, size_t len)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (int c = 0; c < CPU_SETSIZE && used < len; c++) {
+        int end = c, w;
+
+        if (!CPU_ISSET(c, set))
+            continue;
+        while (end + 1 < CPU_SETSIZE && CPU_ISSET(end + 1, set))
+            end++;
+        if (end > c)
+            w = snprintf(buf + used, len - used, "%s%d-%d", used ? "," : "", c, end);
+        else
+            w = snprintf(buf + used, len - used, "%s%d", used ? "," : "", c);
+        used += w > 0 ? (size_t)w : 0;
+        c = end;
+    }
+}
+
+/* opts.cpus: every entry a CPU this thread may run on (the routee threads
+ * inherit its affinity), cpus and ncpus both set or both not. */
+static int check_cpus(const rp_pool_options *o)
+{
+    cpu_set_t allowed;
+    char list[64];
+
+    if (o->ncpus && !o->cpus)
+        return rp__fail(RP_EINVAL, "rp_pool_create: opts.cpus is NULL but opts.ncpus is %zu",
+                        o->ncpus);
+    if (o->cpus && !o->ncpus)
+        return rp__fail(RP_EINVAL, "rp_pool_create: opts.cpus is set but opts.ncpus is 0");
+    if (o->ncpus > RP_ROUTEES_MAX)
+        return rp__fail(RP_EINVAL, "rp_pool_create: opts.ncpus must be 0..%u (got %zu)",
+                        RP_ROUTEES_MAX, o->ncpus);
+    if (!o->ncpus)
+        return 0;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+        return rp__fail(RP_ESYS, "rp_pool_create: opts.cpus: sched_getaffinity: %s",
+                        strerror(errno));
+    for (size_t k = 0; k < o->ncpus; k++) {
+        int cpu = o->cpus[k];
+
+        if (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &allowed))
+            continue;
+        format_cpus(&allowed, list, sizeof list);
+        return rp__fail(RP_EINVAL, "rp_pool_create: opts.cpus[%zu] is CPU %d, which this "
+                        "process may not use (sched_getaffinity allows %s)", k, cpu, list);
+    }
+    return 0;
+}
+
 static int validate(const rp_pool_options *o, unsigned *routees)
 {
     long online = sysconf(_SC_NPROCESSORS_ONLN);
@@ -97,7 +198,7 @@ static int validate(const rp_pool_options *o, unsigned *routees)
     if (o->idle_spin_us > RP_IDLE_SPIN_US_MAX && o->idle_spin_us != RP_IDLE_SPIN_US_AUTO)
         return rp__fail(RP_EINVAL, "rp_pool_create: opts.idle_spin_us must be 0..%u or "
                         "RP_IDLE_SPIN_US_AUTO (got %u)", RP_IDLE_SPIN_US_MAX, o->idle_spin_us);
-    return 0;
+    return check_stack(o->stack_size) < 0 ? RP_EINVAL : check_cpus(o);
 }
 
 /* The spin window for idle_spin_us: RP_IDLE_SPIN_US_AUTO spins only when
@@ -739,16 +840,12 @@ static bool work_in_sight(rp_routee *r)
            (r->pool->steal && any_stealable(r));
 }
 
-static void *routee_main(void *p)
+/* Run jobs until the mailbox closed and the routee drained or handed
+ * back what it held. */
+static void routee_loop(rp_routee *r)
 {
-    rp_routee *r = p;
     bool busy = false, running = false, searching = false;
 
-    current_routee = r;
-    atomic_store_explicit(&r->tid, rp__tid(), memory_order_release);
-    name_thread(r->pool, r->index);
-    if (r->pool->pin_cpus)
-        pin_cpu((unsigned)r->index);
     for (;;) {
         int closed = rp__mailbox_closed(&r->mb);
         rp__job job;
@@ -784,6 +881,31 @@ static void *routee_main(void *p)
     set_busy(r, &busy, false);
     atomic_thread_fence(memory_order_seq_cst);
     notify_idle(r->pool);
+}
+
+/*
+ * A routee thread.  The hooks run around the loop with no lock held, and
+ * with current_routee set, so that what a job may not call (wait_idle,
+ * shutdown, destroy of this pool) is refused from a hook too.  The stop
+ * hook runs after notify_idle(): wait_idle() does not wait for it, the
+ * join in shutdown does.  An explicit CPU set was applied by
+ * pthread_create (thread_attr()).
+ */
+static void *routee_main(void *p)
+{
+    rp_routee *r = p;
+    rp_pool *pool = r->pool;
+
+    current_routee = r;
+    atomic_store_explicit(&r->tid, rp__tid(), memory_order_release);
+    name_thread(pool, r->index);
+    if (pool->pin_cpus)
+        pin_cpu((unsigned)r->index);
+    if (pool->on_thread_start)
+        pool->on_thread_start(pool, r->index, pool->thread_user);
+    routee_loop(r);
+    if (pool->on_thread_stop)
+        pool->on_thread_stop(pool, r->index, pool->thread_user);
     return NULL;
 }
 
@@ -884,6 +1006,44 @@ static void stop_scatters(rp_pool *pool)
     free(copy);
 }
 
+/* Routee i's thread attributes: opts.stack_size, and its CPU from
+ * opts.cpus, set before the thread runs (a failure fails pthread_create,
+ * not silently later).  0 or an errno value; attr is destroyed on error. */
+static int thread_attr(const rp_pool *pool, unsigned i, pthread_attr_t *attr)
+{
+    cpu_set_t one;
+    int err;
+
+    if ((err = pthread_attr_init(attr)) != 0)
+        return err;
+    if (pool->stack_size && (err = pthread_attr_setstacksize(attr, pool->stack_size)) != 0)
+        goto fail;
+    if (pool->ncpus) {
+        CPU_ZERO(&one);
+        CPU_SET(pool->cpus[i % pool->ncpus], &one);
+        if ((err = pthread_attr_setaffinity_np(attr, sizeof one, &one)) != 0)
+            goto fail;
+    }
+    return 0;
+fail:
+    pthread_attr_destroy(attr);
+    return err;
+}
+
+/* A routee thread that did not start: the message names the thread
+ * options in play, the likely causes. */
+static int thread_failed(const rp_pool *pool, unsigned i, int err)
+{
+    char stack[48] = "", cpu[32] = "";
+
+    if (pool->stack_size)
+        snprintf(stack, sizeof stack, " (opts.stack_size %zu bytes)", pool->stack_size);
+    if (pool->ncpus)
+        snprintf(cpu, sizeof cpu, " (opts.cpus: CPU %d)", pool->cpus[i % pool->ncpus]);
+    return rp__fail(RP_ESYS, "rp_pool_create: pthread_create for routee %u: %s%s%s", i,
+                    strerror(err), stack, cpu);
+}
+
 static int start_threads(rp_pool *pool)
 {
     char name[16];
@@ -894,13 +1054,35 @@ static int start_threads(rp_pool *pool)
         return rc;
     for (unsigned i = 0; i < pool->n; i++) {
         rp_routee *r = &pool->routees[i];
-        int err = pthread_create(&r->thread, NULL, routee_main, r);
+        pthread_attr_t attr;
+        int err = thread_attr(pool, i, &attr);
 
+        if (err == 0) {
+            err = pthread_create(&r->thread, &attr, routee_main, r);
+            pthread_attr_destroy(&attr);
+        }
         if (err != 0)
-            return rp__fail(RP_ESYS, "rp_pool_create: pthread_create for routee %u: %s",
-                            i, strerror(err));
+            return thread_failed(pool, i, err);
         r->started = true;
     }
+    return 0;
+}
+
+/* The options of the routee threads (validated): hooks, stack size and
+ * CPUs, the CPU set copied. */
+static int copy_threads(rp_pool *pool, const rp_pool_options *o)
+{
+    if (o->ncpus) {
+        if (!(pool->cpus = malloc(o->ncpus * sizeof *pool->cpus)))
+            return rp__fail(RP_ENOMEM, "rp_pool_create: out of memory");
+        memcpy(pool->cpus, o->cpus, o->ncpus * sizeof *pool->cpus);
+        pool->ncpus = o->ncpus;
+    }
+    pool->pin_cpus = o->pin_cpus && !o->ncpus; /* a CPU set overrides */
+    pool->stack_size = o->stack_size ? round_to_pages(o->stack_size) : 0;
+    pool->on_thread_start = o->on_thread_start;
+    pool->on_thread_stop = o->on_thread_stop;
+    pool->thread_user = o->thread_user;
     return 0;
 }
 
@@ -923,12 +1105,12 @@ int rp_pool_create(rp_pool **out, const rp_pool_options *opts)
     if (!(pool = calloc(1, sizeof *pool)))
         return rp__fail(RP_ENOMEM, "rp_pool_create: out of memory");
     if ((rc = rp__copy_name(pool->name, sizeof pool->name, opts->name, "pool",
-                            "rp_pool_create", "opts.name")) < 0) {
+                            "rp_pool_create", "opts.name")) < 0 ||
+        (rc = copy_threads(pool, opts)) < 0) {
         free(pool);
         return rc;
     }
     pool->n = n;
-    pool->pin_cpus = opts->pin_cpus;
     pool->steal = opts->steal;
     pool->spin_ns = (int64_t)spin_us(opts->idle_spin_us, n) * 1000;
     pool->idle_yield = opts->idle_spin_us == RP_IDLE_SPIN_US_AUTO && pool->spin_ns == 0;
@@ -1134,6 +1316,7 @@ void rp_pool_destroy(rp_pool *pool)
     rp__router_free(pool->router);
     rp__timer_stop(&pool->timer); /* no-op when already stopped */
     free(pool->sgs);
+    free(pool->cpus);
     pthread_mutex_destroy(&pool->sg_lock);
     pthread_mutex_destroy(&pool->trace_lock);
     rp__arena_destroy(&pool->arena);

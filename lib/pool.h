@@ -20,6 +20,14 @@ struct rp_pool {
     rp_routee *routees; /* n records, each on its own cache lines */
     rp__arena arena;
     bool pin_cpus;
+    /* Routee i runs on cpus[i % ncpus] (a copy of opts.cpus, freed at
+     * destroy); NULL and 0 without a CPU set. */
+    int *cpus;
+    size_t ncpus;
+    size_t stack_size; /* 0: pthread's default; else rounded to pages */
+    /* Run once on each routee thread around its loop (routee_main). */
+    rp_thread_fn on_thread_start, on_thread_stop;
+    void *thread_user;
     rp_undelivered_fn on_undelivered;
     void *undelivered_user;
     rp_log_fn log;

@@ -105,6 +105,52 @@ typedef enum rp_shutdown_mode {
 /** Largest rp_pool_options.idle_spin_us accepted. */
 #define RP_IDLE_SPIN_US_MAX 10000
 
+/**
+ * A routee thread's start or stop hook (rp_pool_options.on_thread_start,
+ * on_thread_stop), called on the routee's own thread with no library lock
+ * held.
+ *
+ * The start hook runs once the thread is named ("rp-<name>-<i>") and
+ * pinned (cpus, pin_cpus), before the routee takes its first job: it may
+ * rename the thread (pthread_setname_np), set its priority or scheduling
+ * policy, and initialise thread-locals the jobs use.  Threads start
+ * without waiting for each other and rp_pool_create() does not wait for
+ * the hooks: a hook may run before or after rp_pool_create() returns, and
+ * the first jobs may already be queued.  Jobs queued on a routee whose
+ * start hook has not returned wait for it (other routees may steal them
+ * when more than one waits and the pool steals).
+ *
+ * The stop hook runs after the routee's last job and after its queued jobs
+ * were run or handed back - on rp_pool_shutdown() (either mode),
+ * rp_pool_destroy() without a shutdown, and rp_routee_stop() - and before
+ * its thread exits, so rp_pool_shutdown() and rp_pool_destroy() return
+ * after every stop hook returned.
+ *
+ * Both hooks run exactly once per routee thread that started, also when
+ * rp_pool_create() fails after starting some threads (RP_ESYS): those run
+ * both hooks before it returns.
+ *
+ * What a hook may call: what a job may call.  The pool is usable from the
+ * start hook: rp_pool_submit(), rp_router_tell(), rp_routee_tell() to any
+ * routee, its own included (the job is queued and runs after the hook
+ * returns - a routee takes no job before its loop starts, so a hook must
+ * not wait for a job or an ask queued on its own routee), rp_pool_size(),
+ * rp_pool_routee(), the stats.  From either hook, as from a job,
+ * rp_pool_wait_idle() and rp_pool_shutdown() of the same pool return
+ * RP_EBUSY and rp_pool_destroy() of the same pool is refused (logged): a
+ * hook must not wait for its own thread.  A stop hook run by a shutdown
+ * may still submit to a routee whose mailbox the shutdown has not closed
+ * yet: the job is accepted like any submitted during a shutdown (drain:
+ * it runs; abort: it is handed back with RP_ESHUTDOWN); once every mailbox
+ * is closed, submits return RP_ESHUTDOWN.
+ *
+ * @param pool    the pool (borrowed; valid until the stop hook returns).
+ * @param routee  the routee's index, 0..rp_pool_size(pool) - 1.
+ * @param user    rp_pool_options.thread_user.
+ * Different routees run their hooks concurrently: must be thread-safe.
+ */
+typedef void (*rp_thread_fn)(rp_pool *pool, int routee, void *user);
+
 /** Pool options.  Initialise with rp_pool_options_init(), then set fields. */
 typedef struct rp_pool_options {
     /** Pool name, used in thread names "rp-<name>-<i>" (the kernel keeps
@@ -120,8 +166,21 @@ typedef struct rp_pool_options {
     /** Overflow policy of bounded mailboxes (an rp_overflow).  Default
      *  RP_OVERFLOW_REJECT.  Ignored when unbounded. */
     int overflow;
-    /** Pin routee i to online CPU i % online CPUs.  Default false. */
+    /** Pin routee i to the (i % n)-th of the n CPUs the process may run on
+     *  (sched_getaffinity).  Default false.  Ignored when cpus is given. */
     bool pin_cpus;
+    /** A CPU set for pinning: routee i runs on CPU cpus[i % ncpus] only
+     *  (whatever pin_cpus says), from its first instruction - before
+     *  on_thread_start.  Each entry must be a CPU the calling thread may
+     *  run on (sched_getaffinity; the routee threads inherit it);
+     *  repeats are allowed ({1, 1}: two routees on CPU 1).  ncpus is
+     *  0..RP_ROUTEES_MAX; entries beyond the routee count are checked
+     *  but unused.  The array is copied: it may be freed once
+     *  rp_pool_create() returns.  Default NULL and 0: no CPU set (then
+     *  pin_cpus decides).  cpus NULL with ncpus > 0, or cpus set with
+     *  ncpus 0, is refused. */
+    const int *cpus;
+    size_t ncpus;
     /** Work stealing: a routee whose own queue is empty takes the oldest
      *  stealable jobs of the deepest routee before it sleeps, and a
      *  sleeping routee is woken when stealable work waits behind a busy
@@ -163,6 +222,24 @@ typedef struct rp_pool_options {
     /** Log callback and its user pointer.  Default NULL: stderr. */
     rp_log_fn log;
     void *log_user;
+    /** Runs on each routee thread before it takes any job (see
+     *  rp_thread_fn), once per thread.  Default NULL. */
+    rp_thread_fn on_thread_start;
+    /** Runs on each routee thread after its last job, before the thread
+     *  exits (see rp_thread_fn), once per thread that ran
+     *  on_thread_start.  Default NULL. */
+    rp_thread_fn on_thread_stop;
+    /** Passed to both hooks; caller-owned, must stay valid until
+     *  rp_pool_destroy() returns.  Default NULL. */
+    void *thread_user;
+    /** Stack size of each routee thread, in bytes.  0 (default): the
+     *  system default (pthread's, from RLIMIT_STACK: often 8 MiB).
+     *  Otherwise at least PTHREAD_STACK_MIN (sysconf(_SC_THREAD_STACK_MIN),
+     *  16 KiB on x86-64 glibc) and rounded up to a multiple of the page
+     *  size; larger values are passed to pthread as they are, and a size
+     *  the system cannot give fails rp_pool_create() with RP_ESYS.  The
+     *  pool's timer thread keeps the default. */
+    size_t stack_size;
 } rp_pool_options;
 
 /**
@@ -181,9 +258,14 @@ void rp_pool_options_init(rp_pool_options *opts);
  *   RP_EINVAL   out is NULL or a field is invalid (rp_errmsg() names it):
  *               routees > RP_ROUTEES_MAX, capacity too large, unknown
  *               overflow policy, bad name, bad strategy (weights that do not
- *               match the routee count, NULL custom function);
+ *               match the routee count, NULL custom function), stack_size
+ *               below PTHREAD_STACK_MIN, cpus/ncpus inconsistent or naming a
+ *               CPU the process may not use (rp_errmsg() names the entry
+ *               and the CPU);
  *   RP_ENOMEM   allocation failed;
- *   RP_ESYS     a thread could not be started.
+ *   RP_ESYS     a thread could not be started (e.g. a stack_size the
+ *               system cannot give), or sched_getaffinity failed while
+ *               checking cpus.
  * Thread-safe.
  */
 int rp_pool_create(rp_pool **out, const rp_pool_options *opts);

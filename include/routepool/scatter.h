@@ -53,6 +53,7 @@
 #include <stdint.h>
 
 #include "routepool/future.h"
+#include "routepool/router.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -39,6 +39,7 @@
 
 #include "alloc.h"
 #include "future.h"
+#include "pool.h"
 #include "scatter.h"
 #include "timer.h"
 #include "wait.h"
@@ -57,7 +58,13 @@ struct rp_future {
     _Atomic int state;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    void *value;
+    /* Atomic: rp_future_value() reads it without the lock while
+     * rp_future_take_value() clears it under the lock. */
+    _Atomic(void *) value;
+    /* The value's destructor, run at the last release (NULL: not owned,
+     * or taken).  Set under mu at fulfilment, read by the last release. */
+    rp_value_free_fn free_fn;
+    bool promise; /* made by rp_future_create() */
     int routee;
     rp_error err;
     char *message;      /* owned; err.message points here */
@@ -142,7 +149,9 @@ int rp__future_new(rp__future_heap *heap, rp_future **out)
     f->heap = heap;
     atomic_init(&f->refs, 1);
     atomic_init(&f->state, RP_FUTURE_PENDING);
-    f->value = NULL;
+    atomic_init(&f->value, NULL);
+    f->free_fn = NULL;
+    f->promise = false;
     f->routee = -1;
     f->err = (rp_error){0};
     f->message = NULL;
@@ -162,27 +171,40 @@ static void on_deadline(void *ctx, bool fired)
     f->timer = NULL;
     pthread_mutex_unlock(&f->mu);
     if (fired)
-        rp__future_fail(f, RP_ETIMEDOUT, -1, "ask timed out");
+        rp__future_fail(f, RP_ETIMEDOUT, -1, "%s", f->promise ? "future timed out" : "ask timed out");
+    else if (f->promise)
+        /* Not a cancel (that comes after completion): the pool's timer
+         * stopped, nothing will enforce the deadline any more. */
+        rp__future_fail(f, RP_ESHUTDOWN, -1, "pool destroyed before the deadline");
     rp_future_release(f);
 }
 
-void rp__future_arm(rp_future *f, struct rp__timer *timer, int64_t deadline_ns)
+/* 0 (armed, or nothing to arm), or the timer's RP_ENOMEM / RP_ESHUTDOWN. */
+static int arm(rp_future *f, struct rp__timer *timer, int64_t deadline_ns)
 {
+    int rc;
+
     pthread_mutex_lock(&f->mu);
     if (atomic_load_explicit(&f->state, memory_order_relaxed) != RP_FUTURE_PENDING ||
         f->timer) {
         pthread_mutex_unlock(&f->mu);
-        return;
+        return 0;
     }
     f->timer = timer;
     pthread_mutex_unlock(&f->mu);
     /* The entry's reference; the entry goes when f completes (cancel). */
-    if (rp__timer_add(timer, deadline_ns, on_deadline, rp_future_retain(f), &f->timer_pos) < 0) {
+    if ((rc = rp__timer_add(timer, deadline_ns, on_deadline, rp_future_retain(f), &f->timer_pos)) < 0) {
         pthread_mutex_lock(&f->mu);
         f->timer = NULL;
         pthread_mutex_unlock(&f->mu);
         rp_future_release(f);
     }
+    return rc;
+}
+
+void rp__future_arm(rp_future *f, struct rp__timer *timer, int64_t deadline_ns)
+{
+    (void)arm(f, timer, deadline_ns);
 }
 
 /* After completion: drop the deadline entry now rather than at the
@@ -200,18 +222,28 @@ rp_future *rp_future_retain(rp_future *f)
     return f;
 }
 
+/* Members own their messages and (rp_future_fail_aggregate() copies)
+ * their own members. */
 static void free_members(rp_error *members, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; members && i < n; i++) {
         free((char *)members[i].message);
+        free_members((rp_error *)members[i].members, members[i].nmembers);
+    }
     free(members);
 }
 
 void rp_future_release(rp_future *f)
 {
+    void *value;
+
     if (!f || atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1)
         return;
-    /* Pending callbacks hold references, so none can be left here. */
+    /* Pending callbacks hold references, so none can be left here.  The
+     * last reference: nobody else can take the value now. */
+    value = atomic_load_explicit(&f->value, memory_order_relaxed);
+    if (f->free_fn && value)
+        f->free_fn(value);
     free(f->message);
     free_members(f->members, f->err.nmembers);
     if (f->heap) {
@@ -252,6 +284,11 @@ static void run_callbacks(rp_future *f, callback *cbs, struct rp__timer *timer)
 
 bool rp__future_fulfil(rp_future *f, void *value, int routee)
 {
+    return rp__future_fulfil_owned(f, value, NULL, routee);
+}
+
+bool rp__future_fulfil_owned(rp_future *f, void *value, rp_value_free_fn free_fn, int routee)
+{
     struct rp__timer *timer;
     callback *cbs;
 
@@ -260,7 +297,9 @@ bool rp__future_fulfil(rp_future *f, void *value, int routee)
         pthread_mutex_unlock(&f->mu);
         return false;
     }
-    f->value = value;
+    /* Relaxed: published by the state's release store in complete_locked(). */
+    atomic_store_explicit(&f->value, value, memory_order_relaxed);
+    f->free_fn = free_fn;
     f->routee = routee;
     cbs = complete_locked(f, RP_FUTURE_FULFILLED);
     timer = f->timer;
@@ -371,7 +410,11 @@ rp_future_state rp_future_status(const rp_future *f)
 
 void *rp_future_value(const rp_future *f)
 {
-    return rp_future_status(f) == RP_FUTURE_FULFILLED ? f->value : NULL;
+    /* Relaxed after the acquire in rp_future_status(), which pairs with
+     * the state's release store at fulfilment. */
+    return rp_future_status(f) == RP_FUTURE_FULFILLED
+               ? atomic_load_explicit(&((rp_future *)f)->value, memory_order_relaxed)
+               : NULL;
 }
 
 int rp_future_routee(const rp_future *f)
@@ -382,6 +425,162 @@ int rp_future_routee(const rp_future *f)
 const rp_error *rp_future_error(const rp_future *f)
 {
     return f && rp_future_status(f) == RP_FUTURE_FAILED ? &f->err : NULL;
+}
+
+/*
+ * Promises: futures the caller completes.  rp_future_create() hands out
+ * two references (the waiter's and the completer's) so neither side's
+ * release can free the future under the other; the deadline entry holds
+ * its own.  Completion goes through the same paths as an ask's.
+ */
+
+/* Shut down: rp_pool_shutdown() closed the mailboxes with RP_ESHUTDOWN. */
+static bool pool_shut_down(rp_pool *pool)
+{
+    for (unsigned i = 0; i < pool->n; i++)
+        if (rp__mailbox_closed(&pool->routees[i].mb) == RP_ESHUTDOWN)
+            return true;
+    return false;
+}
+
+int rp_future_create(rp_future **out, rp_pool *pool, int timeout_ms)
+{
+    const char *func = "rp_future_create";
+    rp_future *f;
+    int rc;
+
+    if (!out)
+        return rp__fail(RP_EINVAL, "%s: out is NULL", func);
+    *out = NULL;
+    if (!pool)
+        return rp__fail(RP_EINVAL, "%s: pool is NULL", func);
+    if (timeout_ms < -1)
+        return rp__fail(RP_EINVAL, "%s: timeout_ms must be > 0, 0 (the default) or -1 (none) (got %d)",
+                        func, timeout_ms);
+    if (pool_shut_down(pool))
+        return rp__fail(RP_ESHUTDOWN, "%s: pool %s is shut down", func, pool->name);
+    if ((rc = rp__future_new(pool->futures, &f)) < 0)
+        return rp__fail(rc, "%s: out of memory", func);
+    f->promise = true;
+    rp_future_retain(f); /* the completer's; the waiter's came with it */
+    if (timeout_ms != -1) {
+        int64_t ms = timeout_ms ? timeout_ms : RP_ASK_TIMEOUT_MS;
+
+        if ((rc = arm(f, &pool->timer, rp__now_ns() + ms * 1000000)) < 0) {
+            rp_future_release(f);
+            rp_future_release(f);
+            return rp__fail(rc, "%s: %s", func, rc == RP_ENOMEM ? "out of memory"
+                                                : "the pool's timer has stopped");
+        }
+    }
+    *out = f;
+    return 0;
+}
+
+/* After a completion call found f complete: why, for the completer. */
+static int already_complete(const rp_future *f, const char *func)
+{
+    const rp_error *e = rp_future_error(f);
+
+    if (e && e->code == RP_ETIMEDOUT)
+        return rp__fail(RP_ETIMEDOUT, "%s: the future had already timed out", func);
+    return rp__fail(RP_ECANCELLED, "%s: the future had already completed", func);
+}
+
+int rp_future_fulfil(rp_future *f, int routee, void *value, rp_value_free_fn free_fn)
+{
+    if (!f || routee < -1)
+        return rp__fail(RP_EINVAL, "rp_future_fulfil: %s", f ? "routee must be >= -1" : "future is NULL");
+    if (rp__future_fulfil_owned(f, value, free_fn, routee))
+        return 0;
+    return already_complete(f, "rp_future_fulfil");
+}
+
+int rp_future_fail(rp_future *f, int routee, int code, const char *message)
+{
+    char *copy = NULL;
+
+    if (!f || routee < -1)
+        return rp__fail(RP_EINVAL, "rp_future_fail: %s", f ? "routee must be >= -1" : "future is NULL");
+    if (!(copy = strdup(message ? message : rp_strerror(code))))
+        return rp__fail(RP_ENOMEM, "rp_future_fail: out of memory");
+    if (fail_with(f, code, routee, copy, NULL, 0))
+        return 0;
+    return already_complete(f, "rp_future_fail");
+}
+
+/* Members deeper than this are refused: the input may come off a wire. */
+#define AGGREGATE_DEPTH_MAX 8
+
+/* A deep copy of n members into *out (NULL when n is 0).  0, RP_ENOMEM,
+ * RP_EINVAL (nesting too deep, members NULL with n > 0). */
+static int copy_members(rp_error **out, const rp_error *members, size_t n, int depth)
+{
+    rp_error *m;
+    int rc;
+
+    *out = NULL;
+    if (n == 0)
+        return 0;
+    if (!members || depth > AGGREGATE_DEPTH_MAX)
+        return RP_EINVAL;
+    if (n > SIZE_MAX / sizeof *m || !(m = calloc(n, sizeof *m)))
+        return RP_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const rp_error *src = &members[i];
+        rp_error *sub;
+
+        m[i] = (rp_error){src->code, strdup(src->message ? src->message : rp_strerror(src->code)),
+                          src->routee, NULL, 0};
+        rc = m[i].message ? copy_members(&sub, src->members, src->nmembers, depth + 1)
+                          : RP_ENOMEM;
+        if (rc < 0) {
+            free_members(m, i + 1);
+            return rc;
+        }
+        m[i].members = sub;
+        m[i].nmembers = sub ? src->nmembers : 0;
+    }
+    *out = m;
+    return 0;
+}
+
+int rp_future_fail_aggregate(rp_future *f, const char *message, const rp_error *members,
+                             size_t n)
+{
+    const char *func = "rp_future_fail_aggregate";
+    rp_error *copy;
+    char *msg;
+    int rc;
+
+    if (!f)
+        return rp__fail(RP_EINVAL, "%s: future is NULL", func);
+    if ((rc = copy_members(&copy, members, n, 1)) < 0)
+        return rp__fail(rc, "%s: %s", func, rc == RP_ENOMEM ? "out of memory"
+                        : !members ? "members is NULL with n > 0"
+                        : "members nested deeper than 8 levels");
+    if (!(msg = strdup(message ? message : rp_strerror(RP_EAGGREGATE)))) {
+        free_members(copy, n);
+        return rp__fail(RP_ENOMEM, "%s: out of memory", func);
+    }
+    if (fail_with(f, RP_EAGGREGATE, -1, msg, copy, n))
+        return 0;
+    return already_complete(f, func);
+}
+
+void *rp_future_take_value(rp_future *f)
+{
+    void *value = NULL;
+
+    if (!f)
+        return NULL;
+    pthread_mutex_lock(&f->mu);
+    if (atomic_load_explicit(&f->state, memory_order_relaxed) == RP_FUTURE_FULFILLED) {
+        value = atomic_exchange_explicit(&f->value, NULL, memory_order_relaxed);
+        f->free_fn = NULL;
+    }
+    pthread_mutex_unlock(&f->mu);
+    return value;
 }
 
 void rp__reply_fail(rp__reply *r, int code, int routee)

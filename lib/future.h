@@ -42,6 +42,11 @@ void rp__future_heap_release(rp__future_heap *h);
 int rp__future_new(rp__future_heap *heap, rp_future **out);
 /* Complete; false when it was already complete (nothing changes). */
 bool rp__future_fulfil(rp_future *f, void *value, int routee);
+/* As rp__future_fulfil(); free_fn (may be NULL) frees the value at the
+ * last release unless rp_future_take_value() took it.  When this returns
+ * false the value stays the caller's. */
+bool rp__future_fulfil_owned(rp_future *f, void *value, rp_value_free_fn free_fn,
+                             int routee);
 bool rp__future_fail(rp_future *f, int code, int routee, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Fail with an aggregate: takes members (an array of n, messages malloc'd)

@@ -227,17 +227,28 @@ static void run_job(rp_routee *r, rp__job *job)
     owner_add(&r->run, 1);
 }
 
-int rp_job_reply(rp_job_ctx *ctx, void *value)
+static int job_reply(rp_job_ctx *ctx, void *value, rp_value_free_fn free_fn, const char *func)
 {
     if (!ctx || rp__reply_none(&ctx->reply) || ctx->replied)
-        return rp__fail(RP_EINVAL, "rp_job_reply: %s", !ctx ? "ctx is NULL"
+        return rp__fail(RP_EINVAL, "%s: %s", func, !ctx ? "ctx is NULL"
                         : ctx->replied ? "the job already replied" : "the job was not asked");
     ctx->replied = true;
     if (ctx->reply.scatter)
-        return rp__scatter_reply(ctx->reply.scatter, ctx->reply.member, value, ctx->routee->index);
-    if (rp__future_fulfil(ctx->reply.future, value, ctx->routee->index))
+        return rp__scatter_reply_owned(ctx->reply.scatter, ctx->reply.member, value, free_fn,
+                                       ctx->routee->index);
+    if (rp__future_fulfil_owned(ctx->reply.future, value, free_fn, ctx->routee->index))
         return 0;
     return rp_future_status(ctx->reply.future) == RP_FUTURE_FAILED ? RP_ETIMEDOUT : RP_ECANCELLED;
+}
+
+int rp_job_reply(rp_job_ctx *ctx, void *value)
+{
+    return job_reply(ctx, value, NULL, "rp_job_reply");
+}
+
+int rp_job_reply_owned(rp_job_ctx *ctx, void *value, rp_value_free_fn free_fn)
+{
+    return job_reply(ctx, value, free_fn, "rp_job_reply_owned");
 }
 
 int rp_job_fail(rp_job_ctx *ctx, int code, const char *message)

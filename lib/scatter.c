@@ -93,12 +93,15 @@ int rp__sg_new(rp__sg **out, const rp_scatter_gather_options *opts, const char *
 {
     rp__sg *sg;
 
-    if (!isfinite(opts->timeout_ms) || opts->timeout_ms <= 0)
-        return rp__fail(RP_EINVAL, "rp_router_create_scatter_gather: sg.timeout_ms must be positive and finite (got %g)",
-                        opts->timeout_ms);
-    if (!isfinite(opts->interval_ms) || opts->interval_ms < 0)
-        return rp__fail(RP_EINVAL, "rp_router_create_scatter_gather: sg.interval_ms must be finite and >= 0 (got %g)",
-                        opts->interval_ms);
+    /* Bounded so that start_ns + ms * 1e6 stays far inside int64_t. */
+    if (!isfinite(opts->timeout_ms) || opts->timeout_ms <= 0 ||
+        opts->timeout_ms > RP_SCATTER_MS_MAX)
+        return rp__fail(RP_EINVAL, "rp_router_create_scatter_gather: sg.timeout_ms must be positive and at most %.0f (24 h) (got %g)",
+                        RP_SCATTER_MS_MAX, opts->timeout_ms);
+    if (!isfinite(opts->interval_ms) || opts->interval_ms < 0 ||
+        opts->interval_ms > RP_SCATTER_MS_MAX)
+        return rp__fail(RP_EINVAL, "rp_router_create_scatter_gather: sg.interval_ms must be >= 0 and at most %.0f (24 h) (got %g)",
+                        RP_SCATTER_MS_MAX, opts->interval_ms);
     if (!(sg = calloc(1, sizeof *sg)))
         return rp__fail(RP_ENOMEM, "rp_router_create_scatter_gather: out of memory");
     atomic_init(&sg->refs, 1);
@@ -338,6 +341,12 @@ int rp__scatter_member_fail(rp__scatter *s, uint32_t member, int code, int route
 
 int rp__scatter_reply(rp__scatter *s, uint32_t member, void *value, int routee)
 {
+    return rp__scatter_reply_owned(s, member, value, NULL, routee);
+}
+
+int rp__scatter_reply_owned(rp__scatter *s, uint32_t member, void *value,
+                            rp_value_free_fn free_fn, int routee)
+{
     rp_future *f;
 
     pthread_mutex_lock(&s->mu);
@@ -349,7 +358,7 @@ int rp__scatter_reply(rp__scatter *s, uint32_t member, void *value, int routee)
     f = resolve_locked(s);
     pthread_mutex_unlock(&s->mu);
     count(s->sg, RP_SCATTER_FIRST, rp__now_ns() - s->start_ns);
-    rp__future_fulfil(f, value, routee);
+    rp__future_fulfil_owned(f, value, free_fn, routee);
     rp_future_release(f);
     cancel_timers(s);
     unlink_open(s);
@@ -502,6 +511,10 @@ int rp__sg_ask(rp__sg *sg, rp_routee *const *routees, size_t n, uint64_t message
         return rc;
     }
     s->result = rp_future_retain(f);
+    /* The copies are counted before the deadline is armed: a deadline that
+     * fires at once (timeout_ms 0.01) times out every copy asked, rather
+     * than finding none. */
+    s->sent = chop && n ? 1 : n;
     *out = f;
     if (!link_open(s)) {
         fail_empty(s, RP_SCATTER_STOPPED, "stopped while the scatter was still open");
@@ -512,9 +525,6 @@ int rp__sg_ask(rp__sg *sg, rp_routee *const *routees, size_t n, uint64_t message
         rp__scatter_release(s);
         fail_empty(s, RP_SCATTER_STOPPED, "stopped while the scatter was still open");
     } else {
-        pthread_mutex_lock(&s->mu);
-        s->sent = chop ? 1 : n;
-        pthread_mutex_unlock(&s->mu);
         for (size_t i = 0; i < (chop ? 1 : n); i++)
             send_member_if(s, i, true);
         if (chop && n > 1) {

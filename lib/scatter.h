@@ -34,6 +34,10 @@ int rp__sg_ask(rp__sg *sg, rp_routee *const *routees, size_t n,
 
 /* From the job side (future.c, pool.c). */
 int rp__scatter_reply(rp__scatter *s, uint32_t member, void *value, int routee);
+/* As rp__scatter_reply(); the winning value is owned by the caller's
+ * future with free_fn (NULL: not owned).  A losing value stays the job's. */
+int rp__scatter_reply_owned(rp__scatter *s, uint32_t member, void *value,
+                            rp_value_free_fn free_fn, int routee);
 /* 0 when the failure was recorded; RP_ECANCELLED when the scatter had
  * already resolved (or the member had answered). */
 int rp__scatter_member_fail(rp__scatter *s, uint32_t member, int code,

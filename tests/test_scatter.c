@@ -678,6 +678,49 @@ Test(scatter, silent_routees_time_out_with_aggregate_error, .timeout = 20)
     rp_pool_destroy(p);
 }
 
+/*
+ * Issue 15 item 5: at timeout_ms 0.01 or 1e-300 the deadline could fire
+ * before the copies were counted, and the scatter failed as "all 0
+ * routees failed" with no members.  Every one must be "none of 3 routees
+ * replied within Tms" with 3 RP_ETIMEDOUT members (the copies sleep 2 ms
+ * before replying, far past the deadline).
+ */
+Test(scatter, tiny_timeouts_fail_as_none_replied_with_every_member_timed_out,
+     .timeout = 60)
+{
+    enum { ROUNDS = 300 };
+    const double timeouts[] = {0.01, 1e-300};
+    rp_pool *p = make_sg_pool(NR);
+
+    for (size_t t = 0; t < sizeof timeouts / sizeof *timeouts; t++) {
+        rp_router *rt = make_sg(p, timeouts[t], false);
+        char want[128];
+        int bad = 0;
+        sarg a;
+
+        sarg_init(&a, ACT_REPLY, 2, 2, 2);
+        snprintf(want, sizeof want, NAME ": none of 3 routees replied within %gms", timeouts[t]);
+        for (int i = 0; i < ROUNDS; i++) {
+            rp_future *f = ask(rt, &a);
+            cr_assert_eq(rp_future_wait(f, 5000), 0);
+            const rp_error *e = failed_with(f, RP_EAGGREGATE);
+            bool ok = strcmp(e->message, want) == 0 && e->nmembers == NR;
+            for (size_t m = 0; ok && m < e->nmembers; m++)
+                ok = e->members[m].code == RP_ETIMEDOUT;
+            if (!ok && bad++ == 0)
+                cr_log_error("round %d: \"%s\" with %zu members", i, e->message, e->nmembers);
+            rp_future_release(f);
+        }
+        cr_expect_eq(bad, 0, "%d of %d scatters at %gms did not fail as \"%s\"", bad, ROUNDS,
+                     timeouts[t], want);
+        cr_expect_eq(sstats(rt).resolved[RP_SCATTER_TIMEOUT], (uint64_t)ROUNDS);
+        cr_assert_eq(rp_pool_wait_idle(p, 10000), 0);
+        cr_expect_eq(runs(&a) + undel(&a), NR * ROUNDS);
+        rp_router_destroy(rt);
+    }
+    rp_pool_destroy(p);
+}
+
 Test(scatter, no_live_routee_fails_with_no_routees_left, .timeout = 20)
 {
     rp_pool *p = make_sg_pool(NR);
@@ -1725,6 +1768,28 @@ Test(sg_options, bad_timeout_and_interval_are_einval, .timeout = 20)
     expect_bad_sg(100, -1, "interval_ms");
     expect_bad_sg(100, NAN, "interval_ms");
     expect_bad_sg(100, INFINITY, "interval_ms");
+}
+
+/* Issue 15 item 4: huge finite values overflowed the nanosecond deadline
+ * (every scatter failed at once, the second copy went out immediately). */
+Test(sg_options, timeout_and_interval_above_24_hours_are_einval, .timeout = 20)
+{
+    rp_pool *p = make_sg_pool(1);
+    rp_scatter_gather_options sg;
+    rp_router *rt = NULL;
+
+    expect_bad_sg(1e300, 0, "sg.timeout_ms");
+    expect_bad_sg(1e13, 0, "sg.timeout_ms");
+    expect_bad_sg(RP_SCATTER_MS_MAX + 1, 0, "sg.timeout_ms");
+    expect_bad_sg(100, 1e300, "sg.interval_ms");
+    expect_bad_sg(100, RP_SCATTER_MS_MAX + 1, "sg.interval_ms");
+    cr_assert_eq(RP_SCATTER_MS_MAX, 24.0 * 3600 * 1000);
+    rp_scatter_gather_options_init(&sg);
+    sg.timeout_ms = RP_SCATTER_MS_MAX;
+    sg.interval_ms = RP_SCATTER_MS_MAX;
+    cr_assert_eq(rp_router_create_scatter_gather(&rt, p, &sg, NULL), 0, "%s", rp_errmsg());
+    rp_router_destroy(rt);
+    rp_pool_destroy(p);
 }
 
 Test(sg_options, defaults_and_null_arguments, .timeout = 20)

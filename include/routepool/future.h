@@ -13,8 +13,18 @@
  * Reference counting: rp_router_ask() and rp_routee_ask() give the caller
  * one reference; the pool holds its own while the job is in flight.  Drop
  * yours with rp_future_release() once you are done with the value and the
- * error (both live as long as the future).  Every function here is
- * thread-safe.
+ * error (both live as long as the future).  rp_future_create() makes a
+ * future that the caller completes (a "promise") and gives two references,
+ * one per side (see there).  Every function here is thread-safe.
+ *
+ * Values: by default a reply value is the asker's once the future is
+ * fulfilled, and the future never frees it.  An owned value
+ * (rp_job_reply_owned(), or rp_future_fulfil() with a free_fn) is freed by
+ * the future at its last release unless someone took it with
+ * rp_future_take_value() - also when the asker released the future before
+ * the reply came.  A reply that comes too late (the future had already
+ * completed) returns RP_ETIMEDOUT or RP_ECANCELLED and the value stays
+ * the replier's.
  */
 #ifndef ROUTEPOOL_FUTURE_H
 #define ROUTEPOOL_FUTURE_H
@@ -78,8 +88,10 @@ int rp_future_on_complete(rp_future *f, rp_future_cb cb, void *user);
 /** RP_FUTURE_PENDING, _FULFILLED or _FAILED; RP_FUTURE_FAILED for NULL. */
 rp_future_state rp_future_status(const rp_future *f);
 
-/** The value given to rp_job_reply() (NULL while pending or failed).  The
- *  value is the caller's once the future is fulfilled. */
+/** The value given to rp_job_reply() (NULL while pending or failed, and
+ *  once taken).  A plain value is the caller's once the future is
+ *  fulfilled; an owned one stays the future's (valid while you hold a
+ *  reference) unless you take it with rp_future_take_value(). */
 void *rp_future_value(const rp_future *f);
 
 /** Index of the routee that fulfilled the future, or -1. */
@@ -87,6 +99,21 @@ int rp_future_routee(const rp_future *f);
 
 /** The failure, or NULL unless the future failed.  Owned by the future. */
 const rp_error *rp_future_error(const rp_future *f);
+
+/** Frees a reply value nobody took (see rp_job_reply_owned()).  Called
+ *  once, at the future's last release, in whichever thread drops it; it
+ *  must not call back into that future. */
+typedef void (*rp_value_free_fn)(void *value);
+
+/**
+ * Take ownership of a fulfilled future's value: returns it, and the
+ * future will not free it (an owned value) nor return it from
+ * rp_future_value() any more.
+ * @return the value; NULL when f is NULL, pending, failed, or the value
+ *         was already taken (or was NULL).
+ * Thread-safe: of several concurrent takers exactly one gets the value.
+ */
+void *rp_future_take_value(rp_future *f);
 
 /** Take another reference.  Returns f. */
 rp_future *rp_future_retain(rp_future *f);
@@ -131,6 +158,17 @@ int rp_router_tell_reply(rp_router *router, rp_job_fn fn, void *arg,
 int rp_job_reply(rp_job_ctx *ctx, void *value);
 
 /**
+ * Inside a job: as rp_job_reply(), and the value is owned: when nobody
+ * takes it with rp_future_take_value(), the future calls free_fn(value)
+ * at its last release (also when the asker released the future before
+ * the reply came, or released it without taking the value).
+ * @param free_fn  the value's destructor; NULL: as rp_job_reply().
+ * @return as rp_job_reply(): on RP_ETIMEDOUT / RP_ECANCELLED (the ask had
+ *   already completed) the value stays the job's: free it yourself.
+ */
+int rp_job_reply_owned(rp_job_ctx *ctx, void *value, rp_value_free_fn free_fn);
+
+/**
  * Inside a job: fail its ask at once with code (any int; routepool's own
  * codes are negative) and message (copied; may be NULL).
  * @return as rp_job_reply().
@@ -140,6 +178,71 @@ int rp_job_fail(rp_job_ctx *ctx, int code, const char *message);
 /** Inside a job: true once its scatter was won by another routee (and the
  *  router cancels losers), so a long job may stop early. */
 bool rp_job_cancelled(const rp_job_ctx *ctx);
+
+/*
+ * Promises: futures completed by the caller, for work routepool does not
+ * run itself (for example an ask answered over the network).  Complete
+ * one with exactly one of rp_future_fulfil(), rp_future_fail() or
+ * rp_future_fail_aggregate(); later calls, and the deadline, find it
+ * complete and change nothing.  Waiting, callbacks, status, value and
+ * error work as for an ask's future.
+ */
+
+/**
+ * Create a pending future that the caller completes.
+ * @param out        receives the future with TWO references: the
+ *                   waiter's and the completer's.  Each side calls
+ *                   rp_future_release() once when it is done with it (the
+ *                   completer after its completion call, or when it gives
+ *                   up; code that plays both parts releases twice).
+ *                   NULL on failure.
+ * @param pool       the pool whose timer thread enforces the deadline and
+ *                   whose future heap provides the future (borrowed for
+ *                   the call).  The future may outlive the pool; a future
+ *                   still pending with a deadline when the pool is
+ *                   destroyed fails with RP_ESHUTDOWN then.
+ * @param timeout_ms > 0: the future fails with RP_ETIMEDOUT ("future timed
+ *                   out") at the deadline, even when nobody waits; 0:
+ *                   RP_ASK_TIMEOUT_MS; -1: no deadline.
+ * @return 0; RP_EINVAL (out or pool NULL, timeout_ms below -1);
+ *         RP_ENOMEM; RP_ESHUTDOWN (the pool was shut down).
+ * Thread-safe.
+ */
+int rp_future_create(rp_future **out, rp_pool *pool, int timeout_ms);
+
+/**
+ * Fulfil a pending future with value, produced by routee index routee
+ * (or -1: none).
+ * @param free_fn  NULL: the value is the waiter's once fulfilled (as
+ *                 rp_job_reply()); else the future calls free_fn(value)
+ *                 at its last release unless rp_future_take_value() took
+ *                 it (as rp_job_reply_owned()).
+ * @return 0 when this call completed the future; RP_ETIMEDOUT when it had
+ *         already timed out, RP_ECANCELLED when it had already completed
+ *         otherwise (in both cases the value stays the caller's: free it
+ *         yourself); RP_EINVAL (f NULL, routee below -1).
+ * Thread-safe: of racing completers (and the deadline) exactly one wins.
+ */
+int rp_future_fulfil(rp_future *f, int routee, void *value, rp_value_free_fn free_fn);
+
+/**
+ * Fail a pending future with code (any int) and message (copied; NULL:
+ * rp_strerror(code)), from routee index routee (or -1).
+ * @return as rp_future_fulfil(), and RP_ENOMEM (nothing changed).
+ */
+int rp_future_fail(rp_future *f, int routee, int code, const char *message);
+
+/**
+ * Fail a pending future with an aggregate error (RP_EAGGREGATE, routee
+ * -1): message copied (NULL: rp_strerror(RP_EAGGREGATE)), the n members
+ * deep-copied (their messages, and their own members up to 8 levels
+ * deep; a NULL member message becomes rp_strerror(code)).  n may be 0,
+ * members NULL then.
+ * @return as rp_future_fulfil(); RP_EINVAL also for members NULL with
+ *         n > 0 or nesting deeper than 8; RP_ENOMEM (nothing changed).
+ */
+int rp_future_fail_aggregate(rp_future *f, const char *message,
+                             const rp_error *members, size_t n);
 
 #ifdef __cplusplus
 }

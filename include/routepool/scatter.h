@@ -40,9 +40,13 @@ extern "C" {
  *  caller is still listening when the aggregate error arrives. */
 #define RP_SCATTER_TIMEOUT_MS 4500.0
 
+/** Largest timeout_ms and interval_ms accepted, ms: 24 hours. */
+#define RP_SCATTER_MS_MAX 86400000.0
+
 typedef struct rp_scatter_gather_options {
-    /** Deadline of one whole scatter, ms: positive and finite.  Default
-     *  RP_SCATTER_TIMEOUT_MS.  Keep the caller's ask timeout above it. */
+    /** Deadline of one whole scatter, ms: positive, at most
+     *  RP_SCATTER_MS_MAX.  Default RP_SCATTER_TIMEOUT_MS.  Keep the
+     *  caller's ask timeout above it. */
     double timeout_ms;
     /** Skip losing copies still queued when the scatter resolves, and
      *  raise rp_job_cancelled() in running ones.  Default true.  With
@@ -51,7 +55,8 @@ typedef struct rp_scatter_gather_options {
     /** 0: send to every live routee at once (scatter-gather).  > 0:
      *  tail-chopping - send to one routee (rotating start), and to the
      *  next each interval_ms without a reply (or at once when a copy
-     *  fails), until one replies or timeout_ms passes.  Finite, >= 0. */
+     *  fails), until one replies or timeout_ms passes.  0 to
+     *  RP_SCATTER_MS_MAX. */
     double interval_ms;
 } rp_scatter_gather_options;
 

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * least_used.h - opening a least-used set on a connection the caller
+ * configured (the cluster router's least-used kind uses its node's Redis
+ * settings).  Private; the public API is in routepool/cluster.h.
+ */
+#ifndef RP_CLUSTER_LEAST_USED_H
+#define RP_CLUSTER_LEAST_USED_H
+
+#include "routers_conn.h"
+#include "routepool/cluster.h"
+
+/** As rp_least_used_create(), over a copy of conn (initialised, not yet
+ *  connected); messages name func.  0, RP_EINVAL, RP_EUNAVAILABLE,
+ *  RP_ENOMEM. */
+int rp__least_used_open(rp_least_used **out, const rp__rconn *conn, const char *key,
+                        rp_least_used_readd readd, const char *func);
+
+#endif /* RP_CLUSTER_LEAST_USED_H */

@@ -1,0 +1,21 @@
+# SPDX-License-Identifier: MIT
+# tests/cluster/tools.cmake - the cluster tools' test (included from
+# tests/cluster/CMakeLists.txt): tests/cluster/test_tools.sh runs rp-node and
+# rp-cluster end to end against a real redis-server, with jobs_plugin.c as
+# the handler plugin (and an rp-tune --job plugin: one .so for both ABIs).
+if(NOT TARGET rp-node OR NOT TARGET rp-cluster)
+  message(STATUS "cluster tools test: rp-node/rp-cluster not built (RP_BUILD_TOOLS, libmicrohttpd); skipped")
+  return()
+endif()
+
+# The plugin resolves the job accessors against the libroutepool-cluster
+# rp-node loaded; linking it to the library as well keeps -z defs builds
+# and ldd honest.
+add_library(rp_test_jobs_plugin MODULE ${CMAKE_CURRENT_LIST_DIR}/jobs_plugin.c)
+target_link_libraries(rp_test_jobs_plugin PRIVATE routepool_cluster routepool)
+set_target_properties(rp_test_jobs_plugin PROPERTIES OUTPUT_NAME jobs PREFIX lib)
+
+add_test(NAME cluster_tools
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_tools.sh $<TARGET_FILE:rp-node>
+          $<TARGET_FILE:rp-cluster> $<TARGET_FILE:rp_test_jobs_plugin>)
+set_tests_properties(cluster_tools PROPERTIES TIMEOUT 180)

@@ -18,3 +18,10 @@ endif()
 
 rp_add_bench(rp-bench-streams-floor streams_floor.c cluster_redis.c cluster_redis.h)
 target_link_libraries(rp-bench-streams-floor PRIVATE PkgConfig::HIREDIS)
+
+if(TARGET routepool_cluster)
+  rp_add_bench(rp-bench-cluster cluster.c cluster_redis.c cluster_redis.h)
+  target_link_libraries(rp-bench-cluster PRIVATE routepool_cluster PkgConfig::HIREDIS)
+else()
+  message(STATUS "rp-bench-cluster: the cluster library is not built; skipped")
+endif()

@@ -19,7 +19,7 @@
 //
 // Redis CPU per job comes from INFO CPU (used_cpu_sys + used_cpu_user) before
 // and after each throughput run.  Output: a human summary on stdout and, with
-// --kv FILE, "key=value" lines rp-bench-cluster reads (bullmq_jobs_per_s,
+// --kv FILE, "key=value" lines appended to FILE that rp-bench-cluster reads (bullmq_jobs_per_s,
 // bullmq_ask_p50_us, bullmq_ask_p99_us, bullmq_redis_cpu_us_per_job).
 //
 // Invariants: every queue name carries a per-run random prefix, so a rerun on
@@ -171,7 +171,7 @@ async function main() {
               `${Math.round(res.bullmq_ask_p50_us)} us, p99 ${Math.round(res.bullmq_ask_p99_us)} us, ` +
               `redis ${res.bullmq_redis_cpu_us_per_job.toFixed(2)} us CPU/job`);
   if (o.kv)
-    fs.writeFileSync(o.kv, Object.entries(res).map(([k, v]) => `${k}=${v}\n`).join(''));
+    fs.appendFileSync(o.kv, Object.entries(res).map(([k, v]) => `${k}=${v}\n`).join(''));
   await admin.quit();
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tests/cluster/test_tools.sh RP_NODE RP_CLUSTER JOBS_PLUGIN - rp-node and
-# rp-cluster end to end against a real redis-server (docs/cluster.md).
+# tests/cluster/test_tools.sh RP_NODE RP_CLUSTER JOBS_PLUGIN [RP_TUNE] - rp-node
+# and rp-cluster end to end against a real redis-server (docs/cluster.md).
 #
 # Starts redis-server on a free loopback port in the foreground of a
 # background job (pid kept, killed by pid at exit; nothing persisted), then
@@ -13,12 +13,13 @@
 # label); a node id taken (RP_EEXIST); poison entries in the dead-letter
 # stream, dead list/drop/retry; an ACL user confined to one prefix refused
 # another prefix with NOPERM; a graceful leave on SIGTERM (exit 0, the
-# plugin unloaded); and rp-cluster demo --quick.  Every node process is
+# plugin unloaded); rp-cluster demo --quick; and, given RP_TUNE, that the
+# same plugin .so runs as an rp-tune --job plugin (both ABIs in one file).  Every node process is
 # started by this script and killed by its pid.  No sleeps as
 # synchronisation: every wait polls a condition with a generous deadline.
 set -euo pipefail
 
-NODE=$1 CLUSTER=$2 PLUGIN=$3
+NODE=$1 CLUSTER=$2 PLUGIN=$3 TUNE=${4:-}
 tmp=$(mktemp -d)
 pids=()
 
@@ -233,6 +234,13 @@ st=0; wait "$pid_a" || st=$?
 grep -q '^unload$' "$tmp/a.log" || fail "plugin not unloaded on leave"
 wait_for 10 "status: a gone" sh -c "! $(printf '%q ' "${RC[@]}") --prefix t status --json | grep -q '\"id\":\"a\"'"
 pass "SIGTERM: graceful leave, exit 0, plugin unloaded, node gone from status"
+
+# ---- the same .so as an rp-tune --job plugin ----
+if [ -n "$TUNE" ]; then
+  expect 0 "rp-tune --job with the cluster plugin" "$TUNE" --job "$PLUGIN:jp_spin" --job-arg 50 \
+    --sizes 1 --routers rr --duration 0.1
+  grep -q '^Recommendation:' "$tmp/out" || fail "rp-tune output: $(tail -3 "$tmp/out")"
+fi
 
 # ---- the demo ----
 expect 0 "rp-cluster demo --quick" "$CLUSTER" demo --quick

@@ -8,14 +8,20 @@ if(NOT TARGET rp-node OR NOT TARGET rp-cluster)
   return()
 endif()
 
-# The plugin resolves the job accessors against the libroutepool-cluster
-# rp-node loaded; linking it to the library as well keeps -z defs builds
-# and ldd honest.
+# The plugin is linked to libroutepool-cluster: rp-node has the library
+# loaded already, but rp-tune does not, and dlopen(RTLD_NOW) of a plugin
+# that only expects its host to provide rp_cluster_job_* fails there
+# (docs/cluster.md says to link plugins with pkg-config --libs).
 add_library(rp_test_jobs_plugin MODULE ${CMAKE_CURRENT_LIST_DIR}/jobs_plugin.c)
 target_link_libraries(rp_test_jobs_plugin PRIVATE routepool_cluster routepool)
 set_target_properties(rp_test_jobs_plugin PROPERTIES OUTPUT_NAME jobs PREFIX lib)
 
+# With rp-tune built, the test also loads the plugin into rp-tune --job.
+set(rp_tools_test_tune "")
+if(TARGET rp-tune)
+  set(rp_tools_test_tune $<TARGET_FILE:rp-tune>)
+endif()
 add_test(NAME cluster_tools
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_tools.sh $<TARGET_FILE:rp-node>
-          $<TARGET_FILE:rp-cluster> $<TARGET_FILE:rp_test_jobs_plugin>)
+          $<TARGET_FILE:rp-cluster> $<TARGET_FILE:rp_test_jobs_plugin> ${rp_tools_test_tune})
 set_tests_properties(cluster_tools PROPERTIES TIMEOUT 180)

@@ -31,7 +31,7 @@
 
 typedef struct rc_cfg {
     rp_cluster_options co;
-    const char *password_file, *node, *payload, *payload_file;
+    const char *password_file, *node, *payload, *payload_file, *router, *key;
     bool json, quick;
     int timeout_ms, stale_ms, dead_after_ms;
     long long max;
@@ -59,6 +59,10 @@ static void usage(FILE *f)
         "  -u, --user U           Redis ACL user;  --password-file F: password on F's first line\n"
         "  -n, --node ID          submit/ask/retry: this node (default: the live node with the\n"
         "                         smallest reported depth)\n"
+        "      --router KIND      submit/ask through a cluster router instead: round-robin,\n"
+        "                         random, broadcast (submit only), smallest-mailbox,\n"
+        "                         consistent-hash (submit with --key), least-used\n"
+        "      --key K            submit: the job's key (consistent-hash routes by it)\n"
         "  -d, --payload STR      the payload (default: stdin, or empty when stdin is a terminal)\n"
         "  -f, --payload-file F   the payload from file F (- for stdin)\n"
         "  -t, --timeout-ms N     ask: give up after N ms (default 5000)\n"
@@ -72,7 +76,7 @@ static void usage(FILE *f)
         "failed or timed out), 2 bad command line.\n");
 }
 
-enum { OPT_PASSWORD_FILE = 256, OPT_STALE, OPT_DEAD_AFTER, OPT_MAX, OPT_QUICK };
+enum { OPT_PASSWORD_FILE = 256, OPT_STALE, OPT_DEAD_AFTER, OPT_MAX, OPT_QUICK, OPT_ROUTER, OPT_KEY };
 
 static const struct option LONGOPTS[] = {
     {"redis", required_argument, NULL, 'r'},      {"prefix", required_argument, NULL, 'P'},
@@ -82,8 +86,19 @@ static const struct option LONGOPTS[] = {
     {"stale-ms", required_argument, NULL, OPT_STALE},
     {"dead-after-ms", required_argument, NULL, OPT_DEAD_AFTER},
     {"max", required_argument, NULL, OPT_MAX},    {"quick", no_argument, NULL, OPT_QUICK},
+    {"router", required_argument, NULL, OPT_ROUTER}, {"key", required_argument, NULL, OPT_KEY},
     {"json", no_argument, NULL, 'j'},             {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},          {NULL, 0, NULL, 0}};
+
+static const struct {
+    const char *name;
+    rp_cluster_router_kind kind;
+} KINDS[] = {{"round-robin", RP_CLUSTER_ROUTER_ROUND_ROBIN},
+             {"random", RP_CLUSTER_ROUTER_RANDOM},
+             {"broadcast", RP_CLUSTER_ROUTER_BROADCAST},
+             {"smallest-mailbox", RP_CLUSTER_ROUTER_SMALLEST_MAILBOX},
+             {"consistent-hash", RP_CLUSTER_ROUTER_CONSISTENT_HASH},
+             {"least-used", RP_CLUSTER_ROUTER_LEAST_USED}};
 
 static bool int_opt(const char *opt, const char *v, long long min, long long max, int *out)
 {
@@ -110,6 +125,8 @@ static bool apply_opt(rc_cfg *cfg, int c, const char *v)
     case OPT_DEAD_AFTER: return int_opt("--dead-after-ms", v, 1, 3600000, &cfg->dead_after_ms);
     case OPT_MAX: return ca_parse_int("rp-cluster", "--max", v, 1, 100000, &cfg->max);
     case OPT_QUICK: cfg->quick = true; return true;
+    case OPT_ROUTER: cfg->router = v; return true;
+    case OPT_KEY: cfg->key = v; return true;
     case 'j': cfg->json = true; return true;
     }
     return false;
@@ -133,6 +150,15 @@ static int parse_args(rc_cfg *cfg, int argc, char **argv)
             fprintf(stderr, "rp-cluster: try --help\n");
             return 2;
         }
+    }
+    bool known = !cfg->router;
+    for (size_t i = 0; !known && i < sizeof KINDS / sizeof KINDS[0]; i++)
+        known = !strcmp(cfg->router, KINDS[i].name);
+    if (!known || (cfg->router && cfg->node)) {
+        fprintf(stderr, "rp-cluster: %s\n", cfg->node && cfg->router
+                ? "--node and --router exclude each other"
+                : "--router: round-robin, random, broadcast, smallest-mailbox, consistent-hash or least-used");
+        return 2;
     }
     if (cfg->payload && cfg->payload_file) {
         fprintf(stderr, "rp-cluster: --payload and --payload-file exclude each other\n");
@@ -257,44 +283,89 @@ static int64_t now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* submit or ask HANDLER. */
+/* A router of cfg->router's kind that sees at least one live node (a
+ * bounded wait of up to 2 s for its first reports). */
+static int make_router(const rc_cfg *cfg, rp_cluster_node *node, rp_cluster_router **r)
+{
+    rp_cluster_router_options o;
+    const struct timespec tick = {0, 20000000};
+
+    rp_cluster_router_options_init(&o);
+    o.name = "rp-cluster";
+    for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++)
+        if (!strcmp(cfg->router, KINDS[i].name))
+            o.kind = KINDS[i].kind;
+    int rc = rp_cluster_router_create(r, node, &o);
+    for (int i = 0; rc == 0 && i < 100 && rp_cluster_router_size(*r) == 0; i++) {
+        nanosleep(&tick, NULL);
+        rp_cluster_router_refresh(*r);
+    }
+    return rc;
+}
+
+/* One tell or ask: to target, or through r when target is NULL. */
+static int send_one(const rc_cfg *cfg, rp_cluster_node *node, rp_cluster_router *r,
+                    const char *target, bool ask, const char *handler, const char *payload,
+                    size_t len, rp_future **f)
+{
+    size_t klen = cfg->key ? strlen(cfg->key) : 0;
+
+    if (target && ask)
+        return rp_cluster_ask_node(node, target, handler, payload, len, cfg->timeout_ms, f);
+    if (target)
+        return rp_cluster_tell_node(node, target, handler, payload, len, cfg->key, klen);
+    if (ask)
+        return rp_cluster_ask(r, handler, payload, len, cfg->timeout_ms, f);
+    return cfg->key ? rp_cluster_tell_key(r, cfg->key, klen, handler, payload, len)
+                    : rp_cluster_tell(r, handler, payload, len);
+}
+
+static void print_submitted(const rc_cfg *cfg, const char *via, const char *handler, size_t len)
+{
+    if (!cfg->json) {
+        printf("submitted %s (%zu bytes) %s %s\n", handler, len, cfg->router ? "via" : "to", via);
+        return;
+    }
+    printf("{\"%s\":", cfg->router ? "router" : "node");
+    cj_str(stdout, via, strlen(via));
+    printf(",\"handler\":");
+    cj_str(stdout, handler, strlen(handler));
+    printf(",\"bytes\":%zu}\n", len);
+}
+
+/* submit or ask HANDLER: to --node, through --router, or to the live node
+ * with the smallest reported depth. */
 static int cmd_send(const rc_cfg *cfg, bool ask, const char *handler)
 {
     char buf[RP_CLUSTER_ID_MAX + 1];
     size_t len;
     char *payload = get_payload(cfg, &len);
-    const char *target = payload ? pick_node(cfg, buf, sizeof buf) : NULL;
+    const char *target = !payload || cfg->router ? NULL : pick_node(cfg, buf, sizeof buf);
     rp_cluster_node *node = NULL;
+    rp_cluster_router *r = NULL;
     rp_future *f = NULL;
-    int rc = 1;
+    int rc = 1, err = 0;
 
-    if (!target || join_client(cfg, &node) < 0)
+    if (!payload || (!target && !cfg->router) || join_client(cfg, &node) < 0)
         goto out;
     int64_t t0 = now_us();
-    int err = ask ? rp_cluster_ask_node(node, target, handler, payload, len, cfg->timeout_ms, &f)
-                  : rp_cluster_tell_node(node, target, handler, payload, len, NULL, 0);
-    if (err < 0) {
-        fprintf(stderr, "rp-cluster %s: %s: %s\n", ask ? "ask" : "submit", rp_err_name(err),
-                rp_errmsg());
-        goto out;
-    }
+    if (cfg->router && (err = make_router(cfg, node, &r)) < 0)
+        goto fail;
+    if ((err = send_one(cfg, node, r, target, ask, handler, payload, len, &f)) < 0)
+        goto fail;
     if (!ask) {
-        if (cfg->json) {
-            printf("{\"node\":");
-            cj_str(stdout, target, strlen(target));
-            printf(",\"handler\":");
-            cj_str(stdout, handler, strlen(handler));
-            printf(",\"bytes\":%zu}\n", len);
-        } else {
-            printf("submitted %s (%zu bytes) to %s\n", handler, len, target);
-        }
+        print_submitted(cfg, target ? target : cfg->router, handler, len);
         rc = 0;
         goto out;
     }
     rp_future_wait(f, -1);   /* the future has the deadline */
-    rc = print_reply(cfg, target, f, now_us() - t0);
+    rc = print_reply(cfg, target ? target : cfg->router, f, now_us() - t0);
+    goto out;
+fail:
+    fprintf(stderr, "rp-cluster %s: %s: %s\n", ask ? "ask" : "submit", rp_err_name(err), rp_errmsg());
 out:
     rp_future_release(f);
+    rp_cluster_router_destroy(r);
     rp_cluster_leave(node);
     free(payload);
     return rc;

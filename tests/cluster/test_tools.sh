@@ -83,6 +83,8 @@ expect 2 "rp-cluster --timeout-ms abc" "$CLUSTER" --timeout-ms abc status
 expect 2 "rp-cluster dead retry without id" "$CLUSTER" dead retry
 expect 2 "rp-cluster ask without handler" "$CLUSTER" ask
 expect 2 "rp-cluster --payload with --payload-file" "$CLUSTER" --payload x --payload-file - ask echo
+expect 2 "rp-cluster --router bogus" "$CLUSTER" --router bogus ask echo
+expect 2 "rp-cluster --node with --router" "$CLUSTER" --node a --router random ask echo
 expect 1 "rp-node, Redis unreachable" "$NODE" --redis 127.0.0.1:1 --plugin "$PLUGIN"
 expect 1 "rp-cluster status, Redis unreachable" "$CLUSTER" --redis 127.0.0.1:1 status
 expect 1 "rp-node, plugin file missing" "$NODE" --redis "$R" --prefix t --plugin "$tmp/none.so"
@@ -134,6 +136,14 @@ expect 0 "ask echo, payload from stdin, to node b" sh -c "printf 'hi\\000there' 
 expect 0 "ask --json" "${RC[@]}" --prefix t --node a --json ask echo --payload 'q"x'
 "$PY" -c 'import json,sys; r = json.load(open(sys.argv[1])); assert r["ok"] and r["node"] == "a" and r["reply"] == "q\"x", r' "$tmp/out" ||
   fail "ask --json output: $(cat "$tmp/out")"
+for kind in round-robin random smallest-mailbox least-used; do
+  expect 0 "ask echo through a $kind router" "${RC[@]}" --prefix t --router "$kind" ask echo --payload "via-$kind"
+  [ "$(cat "$tmp/out")" = "via-$kind" ] || fail "$kind router: reply $(cat "$tmp/out")"
+done
+expect 0 "submit through a consistent-hash router with a key" "${RC[@]}" --prefix t --router consistent-hash --key k1 submit echo --payload keyed
+expect 0 "submit through a broadcast router" "${RC[@]}" --prefix t --router broadcast --json submit echo --payload all
+grep -q '"router":"broadcast"' "$tmp/out" || fail "broadcast submit --json: $(cat "$tmp/out")"
+expect 1 "ask through a broadcast router (refused)" "${RC[@]}" --prefix t --router broadcast ask echo --payload x
 expect 1 "ask a failing handler" "${RC[@]}" --prefix t ask fail --payload xyz
 grep -q 'failed on purpose: xyz' "$tmp/err" || fail "fail: message not carried: $(cat "$tmp/err")"
 expect 1 "ask an unknown handler" "${RC[@]}" --prefix t ask nosuch --payload x

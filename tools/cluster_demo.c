@@ -243,6 +243,7 @@ static bool make_router(demo *d, int phase, rp_cluster_router **r)
     o.kind = PHASE[phase].kind;
     o.name = PHASE[phase].title;
     o.seed = 42;
+    o.member_timeout_ms = 1000;   /* the nodes' --dead-after-ms */
     int rc = rp_cluster_router_create(r, d->client, &o);
     size_t alive = 0;
     for (int k = 0; k < NODES; k++)

@@ -458,6 +458,27 @@ static bool run_conf(const cfg *c, redisContext *rc, int n, conf_result *res)
     return ok;
 }
 
+/* The unit of an ask's cost: one sequential PING round trip to Redis. */
+static bool ping_rtt(redisContext *rc, int n, double *p50)
+{
+    int64_t *v = malloc((size_t)n * sizeof *v);
+    bool ok = v != NULL;
+
+    for (int i = 0; ok && i < n; i++) {
+        int64_t t0 = bench_now_ns();
+        redisReply *r = redisCommand(rc, "PING");
+        v[i] = (bench_now_ns() - t0) / 1000;
+        ok = r && r->type == REDIS_REPLY_STATUS;
+        freeReplyObject(r);
+    }
+    if (ok) {
+        bench_sort_i64(v, (size_t)n);
+        *p50 = (double)bench_pct_sorted(v, (size_t)n, 0.5);
+    }
+    free(v);
+    return ok;
+}
+
 /* ---- report ---- */
 
 static void csv_conf(const conf_result *r, int runs)
@@ -637,10 +658,16 @@ int main(int argc, char **argv)
     bool ok = true;
     for (int i = 0; ok && i < 2; i++)
         ok = run_conf(&c, rc_, i + 2, &res[i]);
+    double ping = 0;
+    ok = ok && ping_rtt(rc_, 2000, &ping);
     redisFree(rc_);
     if (!ok)
         return 1;
     print_table(&c, res, 2);
+    printf(" one sequential Redis round trip (PING) from here: p50 %.0f us; an ask is a send,\n"
+           " the node's wake-up from XREADGROUP BLOCK, the routee, the reply's RPUSH and the asker's\n"
+           " wake-up from BLPOP\n", ping);
+    bench_csv_row("cluster", "redis PING", "p50", "us", ping, ping, ping, 1);
     print_ratios(&c, res, 2);
     return 0;
 }

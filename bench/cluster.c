@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -137,7 +138,11 @@ static bool spawn_node(const cfg *c, const char *prefix, int k, node_proc *np)
     snprintf(inflight, sizeof inflight, "%" PRIu64, c->inflight);
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
         return false;
+    pid_t parent = getpid();
     if ((np->pid = fork()) == 0) {
+        /* A node must not outlive a benchmark that crashed or was killed. */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+            _exit(127);
         dup2(in[0], STDIN_FILENO);
         dup2(out[1], STDOUT_FILENO);
         execl("/proc/self/exe", "rp-bench-cluster", "--serve", prefix, np->id, "--redis", c->redis,

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -99,13 +100,17 @@ static int free_port(void)
     return port;
 }
 
-/* fork + exec argv with stdout to out_fd (-1: /dev/null), stderr to err_path. */
+/* fork + exec argv with stdout to out_fd (-1: /dev/null), stderr to err_path.
+ * The child gets SIGTERM when rp-cluster dies (PR_SET_PDEATHSIG), so a demo
+ * that crashes or is killed leaves no redis-server or rp-node behind. */
 static pid_t spawn(char *const argv[], int out_fd, const char *err_path)
 {
-    pid_t pid = fork();
+    pid_t parent = getpid(), pid = fork();
 
     if (pid != 0)
         return pid;
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+        _exit(127);                     /* the parent is already gone */
     int null = open("/dev/null", O_RDWR);
     int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(null, STDIN_FILENO);

@@ -228,7 +228,14 @@ printf 'tpass\n' >"$tmp/pw"
 printf 'wrong\n' >"$tmp/badpw"
 chmod 600 "$tmp/pw" "$tmp/badpw"
 expect 0 "status as the prefix's ACL user" "${RC[@]}" --prefix t --user tuser --password-file "$tmp/pw" status
-expect 0 "ask as the prefix's ACL user" "${RC[@]}" --prefix t --user tuser --password-file "$tmp/pw" ask echo --payload acl
+start_node t acl --user tuser --password-file "$tmp/pw"
+expect 0 "ask a node running as the prefix's ACL user, as that user" "${RC[@]}" --prefix t --user tuser \
+  --password-file "$tmp/pw" --node acl ask echo --payload acl
+[ "$(cat "$tmp/out")" = acl ] || fail "ACL node reply: $(cat "$tmp/out")"
+kill -TERM "$pid_acl"
+st=0; wait "$pid_acl" || st=$?
+[ "$st" -eq 0 ] || fail "ACL node: exit $st after SIGTERM (leave refused by the ACL?): $(tail -3 "$tmp/acl.err")"
+! grep -q NOPERM "$tmp/acl.err" || fail "ACL node logged NOPERM: $(grep NOPERM "$tmp/acl.err" | head -3)"
 expect 1 "status of another prefix as that user" "${RC[@]}" --prefix other --user tuser --password-file "$tmp/pw" status
 grep -q NOPERM "$tmp/err" || fail "other prefix: no NOPERM in: $(cat "$tmp/err")"
 expect 1 "rp-node on another prefix as that user" "$NODE" --redis "$R" --prefix other --user tuser \

@@ -284,6 +284,19 @@ static void read_members(rp_cluster_node *node)
         freeReplyObject(sr);
 }
 
+void rp__refresh_live(rp_cluster_node *node)
+{
+    const char *h[] = {"HGETALL", node->k_depth};
+    size_t hl[] = {7, strlen(node->k_depth)};
+    redisReply *hr = rp__conn_cmd(&node->hbc, 2, h, hl);
+    tick_view v = {NULL, 0, NULL};
+    if (hr && parse_reports(hr, &v) == 0)
+        keep_live(node, &v, rp__server_now_ms(node));
+    free(v.m);
+    if (hr)
+        freeReplyObject(hr);
+}
+
 void rp__tick(rp_cluster_node *node)
 {
     bool was_up = node->hbc.c != NULL;

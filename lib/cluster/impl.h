@@ -169,6 +169,9 @@ void rp__stop_threads(rp_cluster_node *node);
 /* heartbeat.c */
 void rp__init_scripts(rp_cluster_node *node);
 void rp__tick(rp_cluster_node *node);
+/* Re-read the reports into the live list now (leave: the last tick's view
+ * may miss a node that joined since). */
+void rp__refresh_live(rp_cluster_node *node);
 void *rp__hb_main(void *arg);
 
 /* fetch.c */

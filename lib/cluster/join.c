@@ -388,8 +388,10 @@ void rp_cluster_leave(rp_cluster_node *node)
     if (node->hb_running)
         pthread_join(node->hb_thr, NULL);
     node->hb_running = false;
-    if (node->pool)
+    if (node->pool) {
+        rp__refresh_live(node);
         hand_back(node);
+    }
     leave_membership(node);
     rp__stop_threads(node);
     rp__asks_sweep(node, true);

@@ -291,12 +291,13 @@ int rp__cluster_send_ask(rp_cluster_node *node, const char *fn,
                          const char *target, const rp__cluster_msg *m,
                          int timeout_ms, rp_future **out)
 {
+    if (out)
+        *out = NULL;
     int rc = check_msg(node, fn, target, m);
     if (rc < 0)
         return rc;
     if (!out || timeout_ms < 0)
         return rp_error_set(RP_EINVAL, "%s: %s", fn, !out ? "out is NULL" : "timeout_ms < 0");
-    *out = NULL;
     if (timeout_ms == 0)
         timeout_ms = RP_ASK_TIMEOUT_MS;
     pending_ask *a = calloc(1, sizeof *a);

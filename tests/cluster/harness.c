@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -101,6 +102,7 @@ static int spawn_redis(h_redis *r)
     if (pid < 0)
         return -1;
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* a crashed test leaves no server */
         int devnull = open("/dev/null", O_WRONLY);
         if (devnull >= 0) {
             dup2(devnull, 1);
@@ -157,8 +159,40 @@ void h_redis_kill(h_redis *r)
     r->pid = 0;
 }
 
+/* Node pids still running, so h_redis_stop() can kill what a failed
+ * assertion left behind (their stdout/stderr would keep the test's
+ * output pipe open). */
+static pid_t live[64];
+
+static void track(pid_t pid)
+{
+    for (int i = 0; i < 64; i++)
+        if (!live[i]) {
+            live[i] = pid;
+            return;
+        }
+}
+
+static void untrack(pid_t pid)
+{
+    for (int i = 0; i < 64; i++)
+        if (live[i] == pid)
+            live[i] = 0;
+}
+
+static void kill_tracked(void)
+{
+    for (int i = 0; i < 64; i++)
+        if (live[i]) {
+            kill(live[i], SIGKILL);
+            waitpid(live[i], NULL, 0);
+            live[i] = 0;
+        }
+}
+
 void h_redis_stop(h_redis *r)
 {
+    kill_tracked();
     h_redis_kill(r);
     if (!r->dir[0])
         return;
@@ -230,11 +264,13 @@ int h_node_start(h_node *n, const h_redis *r, const char *prefix, const char *id
     if (pid < 0)
         return -1;
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         close(fds[0]);
         exec_node(fds[1], r, prefix, n, extra);
     }
     close(fds[1]);
     n->pid = pid;
+    track(pid);
     int rc = wait_ready(fds[0], 20000);
     close(fds[0]);
     if (rc < 0) {
@@ -246,6 +282,7 @@ int h_node_start(h_node *n, const h_redis *r, const char *prefix, const char *id
 
 void h_node_kill9(h_node *n)
 {
+    untrack(n->pid);
     if (n->pid > 0) {
         kill(n->pid, SIGKILL);
         while (waitpid(n->pid, &n->status, 0) < 0 && errno == EINTR) {
@@ -258,6 +295,7 @@ int h_node_term(h_node *n)
 {
     if (n->pid <= 0)
         return -1;
+    untrack(n->pid);
     kill(n->pid, SIGTERM);
     while (waitpid(n->pid, &n->status, 0) < 0 && errno == EINTR) {
     }

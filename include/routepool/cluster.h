@@ -93,7 +93,10 @@ typedef struct rp_cluster_options {
      *  3000. */
     int dead_after_ms;
     /** Deliveries after which an entry goes to the dead-letter stream
-     *  instead of running again (1..1000).  Default 5. */
+     *  instead of running again (1..1000).  Default 5.  Redis counts
+     *  deliveries, not blame: every entry a node had fetched when it died
+     *  is charged one, the innocent ones beside the poison too; a small
+     *  max_inflight narrows that. */
     unsigned max_deliveries;
     /** Payload cap, in bytes, for sending and receiving
      *  (0..RP_CLUSTER_PAYLOAD_MAX).  Default RP_CLUSTER_PAYLOAD_DEFAULT. */

@@ -66,6 +66,8 @@ void rp__init_scripts(rp_cluster_node *node)
     node->send_script.body = rp__send_lua;
     node->hb_send_script.body = rp__send_lua;
     node->fetch_send_script.body = rp__send_lua;
+    node->fetch_move_script.body = rp__move_lua;
+    node->hb_move_script.body = rp__move_lua;
 }
 
 /* Queued depth of the pool beyond the node's own fetched entries (which
@@ -215,6 +217,8 @@ static int run_script(rp_cluster_node *node, rp__script *sc, int nkeys, int argc
     return ok ? (int)v : RP_EUNAVAILABLE;
 }
 
+enum { RECOVER_BUDGET = 400 };
+
 /* One dead node: take the lock, move a budget of entries, clean up. */
 static void recover_one(rp_cluster_node *node, const char *dead)
 {
@@ -228,8 +232,9 @@ static void recover_one(rp_cluster_node *node, const char *dead)
     const char *lav[] = {lock, node->id, px};
     if (run_script(node, &node->lock_script, 1, 3, lav) != 1)
         goto out;
-    int moved = rp__recover(node, &node->hbc, dead, dead, 2000, true);
-    if (moved >= 0 && moved < 2000) {
+    /* A bounded share per tick: our own report must stay timely. */
+    int moved = rp__recover(node, &node->hbc, dead, dead, RECOVER_BUDGET, true);
+    if (moved >= 0 && moved < RECOVER_BUDGET) {
         const char *cav[] = {inbox, node->k_depth, node->k_nodes, lease, lock, dead};
         if (run_script(node, &node->cleanup_script, 5, 6, cav) == 1)
             rp__node_logf(node, RP_LOG_INFO, "removed dead node %s", dead);

@@ -100,7 +100,7 @@ struct rp_cluster_node {
 
     pthread_mutex_t send_lock;
     rp__conn sendc;
-    rp__script send_script, fetch_send_script;
+    rp__script send_script, fetch_send_script, fetch_move_script, hb_move_script;
 
     /* fetch side: lock + cond guard everything down to handback */
     pthread_mutex_t lock;
@@ -199,6 +199,13 @@ void rp__asks_sweep(rp_cluster_node *node, bool all);
  * Returns the number of pairs. */
 int rp__entry_fields(const rp__entry *e, const char **av, size_t *al, char bufs[2][24]);
 extern const char rp__send_lua[];
+extern const char rp__move_lua[];
+/* Move pending entry sid of src_inbox to target's inbox (NULL: to the
+ * dead-letter stream) in one script: 0 moved, 1 not pending any more
+ * (someone else moved it), RP_ENOROUTEE, RP_EUNAVAILABLE, RP_ENOMEM. */
+int rp__move_checked(rp_cluster_node *node, rp__conn *k, rp__script *sc,
+                     const char *target, const char *src_inbox, const char *sid,
+                     const char **fields, const size_t *lens, int nf);
 
 /* recover.c */
 /* Move dead (or leaving) node dead_id's pending and unread entries to live

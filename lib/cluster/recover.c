@@ -9,10 +9,10 @@
  * entry carries in its n field (a moved entry starts a fresh pending
  * list, so the count must travel with it).  Unread ones are read through
  * the dead node's group under our own consumer name and moved with their
- * count unchanged: they never ran.  Each entry is added to a live member's
- * inbox (membership-checked, send.c) before it is acknowledged and
- * deleted from the dead inbox, so a crash between the two duplicates it,
- * never loses it.
+ * count unchanged: they never ran.  Each move is one script (send.c,
+ * rp__move_checked): acknowledge at the source - only if still pending,
+ * so two survivors never both move it - delete, add to the live member.
+ * A crash can neither lose nor duplicate a move.
  *
  * Poison: an entry whose count reaches max_deliveries goes to
  * "<prefix>:dead" with its fields, its count and its history (the nodes
@@ -24,15 +24,6 @@
 #include "impl.h"
 
 enum { BATCH = 200 };
-
-static rp__script *script_for(rp_cluster_node *node, rp__conn *k)
-{
-    if (k == &node->hbc)
-        return &node->hb_send_script;
-    if (k == &node->fetchc)
-        return &node->fetch_send_script;
-    return &node->send_script;
-}
 
 static void cmd_free(rp__conn *k, int argc, const char **av)
 {
@@ -62,39 +53,15 @@ static void history(char *out, size_t cap, rp__bytes old, const char *id)
     snprintf(out, cap, "%.*s%s%s", (int)keep, from, keep ? "," : "", id);
 }
 
-/* Add fields of e (+ n, hist) to the dead-letter stream. */
-static int to_dead(rp_cluster_node *node, rp__conn *k, const rp__entry *e,
-                   const char *n, const char *hist)
+static rp__script *move_script_for(rp_cluster_node *node, rp__conn *k)
 {
-    const char *av[40];
-    size_t al[40];
-    char bufs[2][24];
-    av[0] = "XADD", al[0] = 4;
-    av[1] = node->k_dead, al[1] = strlen(node->k_dead);
-    av[2] = "*", al[2] = 1;
-    int np = rp__entry_fields(e, av + 3, al + 3, bufs);
-    int argc = 3 + 2 * np;
-    av[argc] = "n", al[argc++] = 1;
-    av[argc] = n, al[argc++] = strlen(n);
-    av[argc] = "hist", al[argc++] = 4;
-    av[argc] = hist, al[argc++] = strlen(hist);
-    redisReply *r = rp__conn_cmd(k, argc, av, al);
-    int rc = r && r->type == REDIS_REPLY_STRING ? 0 : RP_EUNAVAILABLE;
-    if (r)
-        freeReplyObject(r);
-    if (rc == 0)
-        BUMP(node, dead_lettered);
-    return rc;
+    return k == &node->fetchc ? &node->fetch_move_script : &node->hb_move_script;
 }
 
-/* Add e to a live member (not exclude); a member that vanished meanwhile
- * is skipped.  0, RP_ENOROUTEE (nobody), RP_EUNAVAILABLE. */
-static int to_member(rp_cluster_node *node, rp__conn *k, const rp__entry *e,
-                     const char *n, const char *hist, const char *exclude)
+/* e's fields plus n (when not "0") and hist (when not empty). */
+static int fields_of(const rp__entry *e, const char *n, const char *hist,
+                     const char **av, size_t *al, char bufs[2][24])
 {
-    const char *av[40];
-    size_t al[40];
-    char bufs[2][24], target[RP_CLUSTER_ID_MAX + 1];
     int np = rp__entry_fields(e, av, al, bufs);
     if (n[0] != '0') {
         av[2 * np] = "n", al[2 * np] = 1;
@@ -106,12 +73,42 @@ static int to_member(rp_cluster_node *node, rp__conn *k, const rp__entry *e,
         av[2 * np + 1] = hist, al[2 * np + 1] = strlen(hist);
         np++;
     }
+    return np;
+}
+
+/* Move pending entry sid of inbox to the dead-letter stream. */
+static int to_dead(rp_cluster_node *node, rp__conn *k, const rp__entry *e, const char *n,
+                   const char *hist, const char *inbox, const char *sid)
+{
+    const char *av[32];
+    size_t al[32];
+    char bufs[2][24];
+    int np = fields_of(e, n, hist, av, al, bufs);
+    int rc = rp__move_checked(node, k, move_script_for(node, k), NULL, inbox, sid, av, al, np);
+    if (rc == 0)
+        BUMP(node, dead_lettered);
+    return rc;
+}
+
+/* Move pending entry sid of inbox to a live member (not exclude); a member
+ * that vanished meanwhile is skipped.  As rp__move_checked(). */
+static int to_member(rp_cluster_node *node, rp__conn *k, const rp__entry *e, const char *n,
+                     const char *hist, const char *exclude, const char *inbox,
+                     const char *sid)
+{
+    const char *av[32];
+    size_t al[32];
+    char bufs[2][24], target[RP_CLUSTER_ID_MAX + 1];
+    int np = fields_of(e, n, hist, av, al, bufs);
     int rc = RP_ENOROUTEE;
     for (int tries = 0; tries < 4 && rc == RP_ENOROUTEE; tries++) {
         if (!rp__pick_member(node, exclude, target, sizeof target))
             break;
-        rc = rp__xadd_checked(node, k, script_for(node, k), target, av, al, np);
+        rc = rp__move_checked(node, k, move_script_for(node, k), target, inbox, sid, av, al,
+                              np);
     }
+    if (rc == 0)
+        BUMP(node, added);
     return rc;
 }
 
@@ -141,13 +138,12 @@ static int move_entry(rp_cluster_node *node, rp__conn *k, const char *inbox,
     else
         snprintf(hist, sizeof hist, "%.*s", (int)e.hist.len, e.hist.p ? e.hist.p : "");
     if (deliveries >= (long long)node->max_deliveries)
-        rc = to_dead(node, k, &e, n, hist);
+        rc = to_dead(node, k, &e, n, hist, inbox, sid);
     else
-        rc = to_member(node, k, &e, n, hist, exclude);
+        rc = to_member(node, k, &e, n, hist, exclude, inbox, sid);
     if (rc < 0)
         return rc;
-    ack_del(k, inbox, sid);
-    if (strcmp(dead, node->id) != 0)
+    if (rc == 0 && strcmp(dead, node->id) != 0)
         BUMP(node, claimed);
     return 1;
 }
@@ -271,10 +267,8 @@ int rp__requeue_job(rp_cluster_node *node, rp__conn *k, rp_cluster_job *j)
     char n[24], hist[RP__HISTORY_MAX];
     snprintf(n, sizeof n, "%u", j->deliveries - 1);
     snprintf(hist, sizeof hist, "%.*s", (int)j->hist_len, j->hist ? j->hist : "");
-    int rc = to_member(node, k, &e, n, hist, node->id);
+    int rc = to_member(node, k, &e, n, hist, node->id, node->k_inbox, j->sid);
     if (rc == RP_ENOROUTEE) /* no other member: back into our own inbox */
-        rc = to_member(node, k, &e, n, hist, NULL);
-    if (rc == 0)
-        ack_del(k, node->k_inbox, j->sid);
-    return rc;
+        rc = to_member(node, k, &e, n, hist, NULL, node->k_inbox, j->sid);
+    return rc < 0 ? rc : 0;
 }

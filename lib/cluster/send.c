@@ -33,6 +33,20 @@ const char rp__send_lua[] =
     "end\n"
     "return redis.call('XADD', KEYS[1], '*', unpack(ARGV, 2))\n";
 
+/* KEYS: target stream, nodes, source inbox.  ARGV: target id ("" for the
+ * dead-letter stream: no membership check), source stream id, then
+ * field/value pairs.  Moves one pending entry atomically: nothing when it
+ * is no longer pending (another survivor moved it: returns 0), else XADD
+ * to the target, XACK and XDEL at the source.  A crash can neither lose
+ * nor duplicate a move. */
+const char rp__move_lua[] =
+    "if ARGV[1] ~= '' and redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0 then\n"
+    "  return redis.error_reply('NONODE not a member of the deployment')\n"
+    "end\n"
+    "if redis.call('XACK', KEYS[3], 'rp', ARGV[2]) == 0 then return 0 end\n"
+    "redis.call('XDEL', KEYS[3], ARGV[2])\n"
+    "return redis.call('XADD', KEYS[1], '*', unpack(ARGV, 3))\n";
+
 /* The value of a fulfilled cluster ask. */
 typedef struct reply_value {
     size_t len;
@@ -95,6 +109,32 @@ int rp__xadd_checked(rp_cluster_node *node, rp__conn *k, rp__script *sc,
     free(inbox);
     if (rc == 0)
         BUMP(node, added);
+    return rc;
+}
+
+int rp__move_checked(rp_cluster_node *node, rp__conn *k, rp__script *sc,
+                     const char *target, const char *src_inbox, const char *sid,
+                     const char **fields, const size_t *lens, int nf)
+{
+    const char *av[40];
+    size_t al[40];
+    if (nf > 14)
+        return RP_EINVAL;
+    char *dst = target ? rp__key(node, "inbox", target) : strdup(node->k_dead);
+    if (!dst)
+        return RP_ENOMEM;
+    av[0] = dst, al[0] = strlen(dst);
+    av[1] = node->k_nodes, al[1] = strlen(node->k_nodes);
+    av[2] = src_inbox, al[2] = strlen(src_inbox);
+    av[3] = target ? target : "", al[3] = target ? strlen(target) : 0;
+    av[4] = sid, al[4] = strlen(sid);
+    memcpy(av + 5, fields, sizeof *fields * (size_t)(2 * nf));
+    memcpy(al + 5, lens, sizeof *lens * (size_t)(2 * nf));
+    redisReply *r = rp__conn_eval(k, sc, 3, 5 + 2 * nf, av, al);
+    int rc = r && r->type == REDIS_REPLY_INTEGER ? 1 : classify(node, r);
+    if (r)
+        freeReplyObject(r);
+    free(dst);
     return rc;
 }
 

@@ -111,7 +111,15 @@ static int serve(const cfg *c, const char *prefix, const char *id)
     fflush(stdout);
     while (read(STDIN_FILENO, buf, sizeof buf) > 0)
         ;
-    rp_cluster_node_stats(node, &st);
+    /* Acknowledgements go out with the next fetch: wait (bounded) until
+     * every fetched entry was acknowledged before reading the counters. */
+    const struct timespec tick = {0, 5000000};
+    for (int i = 0; i < 1000; i++) {
+        rp_cluster_node_stats(node, &st);
+        if (st.inflight == 0 && st.acked + st.malformed >= st.fetched)
+            break;
+        nanosleep(&tick, NULL);
+    }
     rp_cluster_leave(node);
     rp_pool_destroy(pool);
     printf("stats fetched=%" PRIu64 " acked=%" PRIu64 " duplicates=%" PRIu64 " malformed=%" PRIu64
@@ -430,7 +438,8 @@ static bool measure_conf(const cfg *c, redisContext *rc, const char *prefix, pro
     }
     qsort(runs, (size_t)c->runs, sizeof runs[0], cmp_tput);
     res->med = runs[(c->runs - 1) / 2];
-    return c->asks == 0 || ask_run(c, p, &res->ask_p50, &res->ask_p99);
+    return c->asks == 0 ||
+           (ask_run(c, p, &res->ask_p50, &res->ask_p99) && wait_empty(rc, prefix, p->np, p->n, 60));
 }
 
 static bool run_conf(const cfg *c, redisContext *rc, int n, conf_result *res)

@@ -19,7 +19,8 @@
  *   noreply returns without replying
  *   slow    sleeps <payload> ms, then replies "late"
  *   stats   replies "fetched=.. acked=.. duplicates=.. claimed=..
- *           malformed=.. failed=.. no_handler=.. dead_lettered=.."
+ *           malformed=.. failed=.. no_handler=.. dead_lettered=..
+ *           reconnects=.."
  * Prints "ready" once joined and started; SIGTERM leaves gracefully and
  * exits 0.  Exit 2: bad arguments; 3: join failed.
  */
@@ -103,11 +104,12 @@ static void stats(rp_cluster_job *job, void *user)
     rp_cluster_node_stats(user, &s);
     int n = snprintf(buf, sizeof buf,
                      "fetched=%llu acked=%llu duplicates=%llu claimed=%llu malformed=%llu "
-                     "failed=%llu no_handler=%llu dead_lettered=%llu",
+                     "failed=%llu no_handler=%llu dead_lettered=%llu reconnects=%llu",
                      (unsigned long long)s.fetched, (unsigned long long)s.acked,
                      (unsigned long long)s.duplicates, (unsigned long long)s.claimed,
                      (unsigned long long)s.malformed, (unsigned long long)s.failed,
-                     (unsigned long long)s.no_handler, (unsigned long long)s.dead_lettered);
+                     (unsigned long long)s.no_handler, (unsigned long long)s.dead_lettered,
+                     (unsigned long long)s.reconnects);
     rp_cluster_job_reply(job, buf, (size_t)n);
 }
 

@@ -35,7 +35,7 @@ int cluster_metrics_port(const cluster_metrics *m);
 void cluster_metrics_stop(cluster_metrics *m);
 
 /**
- * The text a scrape returns (for tests and rp-node --metrics-dump).
+ * The text a scrape returns: the pool's families, then the node's.
  * @return a malloc'd NUL-terminated string (free() it) with *len its
  *         length, or NULL when out of memory or a writer failed.
  */

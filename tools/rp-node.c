@@ -91,10 +91,21 @@ static const struct option LONGOPTS[] = {
     {"help", no_argument, NULL, 'h'},            {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}};
 
+/* Parse an integer option into *out (an int); false after a message. */
+static bool int_opt(const char *opt, const char *v, long long min, long long max, int *out)
+{
+    long long n;
+
+    if (!ca_parse_int("rp-node", opt, v, min, max, &n))
+        return false;
+    *out = (int)n;
+    return true;
+}
+
 /* One option into cfg; false (message printed) when its value is bad. */
 static bool apply_opt(node_cfg *cfg, int c, const char *v)
 {
-    long long n = 0;
+    int n;
 
     switch (c) {
     case 'r': cfg->co.redis = v; return true;
@@ -105,20 +116,25 @@ static bool apply_opt(node_cfg *cfg, int c, const char *v)
     case 'u': cfg->co.user = v; return true;
     case OPT_PASSWORD_FILE: cfg->password_file = v; return true;
     case OPT_METRICS_BIND: cfg->metrics_bind = v; return true;
-    case 'n': return ca_parse_int("rp-node", "--routees", v, 1, 4096, &n) && (cfg->routees = (int)n);
-    case 'm': if (!ca_parse_int("rp-node", "--metrics-port", v, 0, 65535, &n)) return false;
-              cfg->metrics_port = (int)n; return true;
-    case OPT_HEARTBEAT: if (!ca_parse_int("rp-node", "--heartbeat-ms", v, 1, 60000, &n)) return false;
-                        cfg->co.heartbeat_ms = (int)n; return true;
-    case OPT_DEAD_AFTER: if (!ca_parse_int("rp-node", "--dead-after-ms", v, 2, 3600000, &n)) return false;
-                         cfg->co.dead_after_ms = (int)n; return true;
-    case OPT_MAX_DELIVERIES: if (!ca_parse_int("rp-node", "--max-deliveries", v, 1, 1000, &n)) return false;
-                             cfg->co.max_deliveries = (unsigned)n; return true;
-    case OPT_MAX_INFLIGHT: if (!ca_parse_int("rp-node", "--max-inflight", v, 0, 1000000, &n)) return false;
-                           cfg->co.max_inflight = (unsigned)n; return true;
-    case OPT_MAX_PAYLOAD: if (!ca_parse_int("rp-node", "--max-payload", v, 0,
-                                            (long long)RP_CLUSTER_PAYLOAD_MAX, &n)) return false;
-                          cfg->co.max_payload = (size_t)n; return true;
+    case 'n': return int_opt("--routees", v, 1, 4096, &cfg->routees);
+    case 'm': return int_opt("--metrics-port", v, 0, 65535, &cfg->metrics_port);
+    case OPT_HEARTBEAT: return int_opt("--heartbeat-ms", v, 1, 60000, &cfg->co.heartbeat_ms);
+    case OPT_DEAD_AFTER: return int_opt("--dead-after-ms", v, 2, 3600000, &cfg->co.dead_after_ms);
+    case OPT_MAX_DELIVERIES:
+        if (!int_opt("--max-deliveries", v, 1, 1000, &n))
+            return false;
+        cfg->co.max_deliveries = (unsigned)n;
+        return true;
+    case OPT_MAX_INFLIGHT:
+        if (!int_opt("--max-inflight", v, 0, 100000, &n))
+            return false;
+        cfg->co.max_inflight = (unsigned)n;
+        return true;
+    case OPT_MAX_PAYLOAD:
+        if (!int_opt("--max-payload", v, 0, (long long)RP_CLUSTER_PAYLOAD_MAX, &n))
+            return false;
+        cfg->co.max_payload = (size_t)n;
+        return true;
     }
     return false;
 }
@@ -200,7 +216,7 @@ static int run(node_cfg *cfg, const sigset_t *set)
     cluster_plugin pl = {0};
     cluster_metrics *m = NULL;
     char err[512] = "";
-    int rc, loaded = 0;
+    int rc;
 
     rp_pool_options_init(&po);
     po.routees = (unsigned)cfg->routees;
@@ -208,7 +224,6 @@ static int run(node_cfg *cfg, const sigset_t *set)
         fprintf(stderr, "rp-node: %s: %s\n", rp_err_name(rc), rp_errmsg());
         goto out;
     }
-    loaded = 1;
     if (cluster_plugin_load(&pl, cfg->plugin, cfg->plugin_arg, node) < 0) {
         fprintf(stderr, "rp-node: %s\n", pl.err);
         rc = -1;
@@ -229,8 +244,7 @@ static int run(node_cfg *cfg, const sigset_t *set)
 out:
     cluster_metrics_stop(m);
     rp_cluster_leave(node);
-    if (loaded)
-        cluster_plugin_unload(&pl);
+    cluster_plugin_unload(&pl);   /* after the leave: no handler runs any more */
     rp_pool_destroy(pool);
     return rc < 0 ? 1 : 0;
 }

@@ -459,9 +459,15 @@ static void record_rtt(rp_cluster_node *node, int64_t us)
                               memory_order_relaxed);
 }
 
+/* Count the reply before completing the future, so a waiter that wakes
+ * reads stats that include it; a reply that loses the race with the
+ * deadline is moved from received to discarded (its round trip stays in
+ * the histogram: it did arrive). */
 static void complete(rp_cluster_node *node, pending_ask *a, const rp__reply *rec)
 {
     int rc;
+    BUMP(node, replies_received);
+    record_rtt(node, rp__mono_us() - a->sent_us);
     if (rec->code == 0) {
         reply_value *v = malloc(sizeof *v + rec->payload.len + 1);
         if (!v) {
@@ -481,10 +487,8 @@ static void complete(rp_cluster_node *node, pending_ask *a, const rp__reply *rec
         msg[rec->msg.len] = '\0';
         rc = rp_future_fail(a->f, rec->routee, rec->code, msg);
     }
-    if (rc == 0) {
-        BUMP(node, replies_received);
-        record_rtt(node, rp__mono_us() - a->sent_us);
-    } else {
+    if (rc != 0) {
+        atomic_fetch_sub_explicit(&node->c.replies_received, 1, memory_order_relaxed);
         BUMP(node, replies_discarded);
     }
     rp_future_release(a->f);

@@ -556,8 +556,12 @@ static void print_ratios(const cfg *c, const conf_result *res, int n)
     printf("\npeers measured in this run: BullMQ %s; streams floor %s\n",
            have_bull ? "yes" : "no (not in --peers: ratios to it left out)",
            have_floor ? "yes" : "no (not in --peers: ratios to it left out)");
-    if (have_bull)
+    if (have_bull) {
         printf("  BullMQ: %.0f jobs/s, ask p50 %.0f us\n", bull, bull_p50);
+        /* The peer writes no CSV itself: its medians go into the summary here. */
+        bench_csv_row("cluster-bullmq", "BullMQ", "throughput", "jobs/s", bull, bull, bull, 1);
+        bench_csv_row("cluster-bullmq", "BullMQ", "ask p50", "us", bull_p50, bull_p50, bull_p50, 1);
+    }
     if (have_floor)
         printf("  floor:  %.0f entries/s at COUNT 64, %.0f at COUNT 1024\n", floor64, floor1024);
     for (int i = 0; i < n; i++) {

@@ -5,7 +5,10 @@
  * retried), graceful leave hands unstarted entries to the others (the
  * node-level part of issue 19's test 7).
  */
+#include <pthread.h>
+
 #include "common_cluster.h"
+#include "node.h"
 
 TestSuite(transport, .init = cluster_setup, .fini = cluster_teardown, .timeout = 90);
 
@@ -154,4 +157,99 @@ Test(transport, leave__hands_unstarted_entries_to_the_others_without_running_the
     cr_assert_eq(h_node_term(&n[1]), 0);
     h_node_cleanup(&n[0]);
     h_node_cleanup(&n[1]);
+}
+
+/* ---- the transport interface the routers use (lib/cluster/node.h) ---- */
+
+Test(transport, send_batch__pipelines_many_tells_to_several_nodes)
+{
+    h_node n[2];
+    cr_assert_eq(h_node_start(&n[0], &redis, prefix, "a", NULL), 0);
+    cr_assert_eq(h_node_start(&n[1], &redis, prefix, "b", NULL), 0);
+    rp_cluster_node *c = client();
+    enum { N = 1000 };
+    static char payloads[N][8];
+    static rp__cluster_msg msgs[N];
+    static const char *targets[N];
+    for (int i = 0; i < N; i++) {
+        int len = snprintf(payloads[i], sizeof payloads[i], "%d", i);
+        msgs[i] = (rp__cluster_msg){"record", payloads[i], (size_t)len, NULL, 0};
+        targets[i] = i % 2 ? "a" : "b";
+    }
+    size_t sent = 0;
+    cr_assert_eq(rp__cluster_send_batch(c, "test", targets, msgs, N, &sent), 0, "%s",
+                 rp_errmsg());
+    cr_assert_eq(sent, N);
+    lines_arg la = {n, 2, N};
+    cr_assert(h_wait(enough_lines, &la, 30000));
+    int counts[N];
+    cr_assert_eq(tally(n, 2, N, counts, NULL), N);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(counts[i], 1);
+    cr_assert_eq(h_count_lines(n[0].out), N / 2);
+    /* One bad message: nothing is sent. */
+    msgs[7].handler = "bad name";
+    cr_assert_eq(rp__cluster_send_batch(c, "test", targets, msgs, N, &sent), RP_EINVAL);
+    cr_assert_eq(sent, 0);
+    rp_cluster_leave(c);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(h_node_term(&n[i]), 0);
+        h_node_cleanup(&n[i]);
+    }
+}
+
+typedef struct seen {
+    pthread_mutex_t lock;
+    int calls;
+    bool saw_a;
+    int64_t depth, age;
+} seen;
+
+static void on_members(const rp__cluster_member *m, size_t n, int64_t now, void *user)
+{
+    seen *s = user;
+    pthread_mutex_lock(&s->lock);
+    s->calls++;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(m[i].id, "a") == 0) {
+            s->saw_a = true;
+            s->depth = m[i].depth;
+            s->age = now - m[i].report_ms;
+        }
+    pthread_mutex_unlock(&s->lock);
+}
+
+static bool saw_a(void *arg)
+{
+    seen *s = arg;
+    pthread_mutex_lock(&s->lock);
+    bool ok = s->saw_a && s->calls >= 2;
+    pthread_mutex_unlock(&s->lock);
+    return ok;
+}
+
+Test(transport, members__listeners_get_every_report_with_server_time)
+{
+    h_node n;
+    cr_assert_eq(h_node_start(&n, &redis, prefix, "a", NULL), 0);
+    rp_cluster_node *c = client();
+    static seen s = {PTHREAD_MUTEX_INITIALIZER, 0, false, -1, -1};
+    int h = rp__cluster_on_members(c, on_members, &s);
+    cr_assert(h >= 0);
+    cr_assert(h_wait(saw_a, &s, 10000));
+    rp__cluster_off_members(c, h);
+    pthread_mutex_lock(&s.lock);
+    int calls = s.calls;
+    cr_assert_eq(s.depth, 0, "an idle node reports depth 0");
+    cr_assert(s.age >= -50 && s.age < 2000, "report age %lld ms", (long long)s.age);
+    pthread_mutex_unlock(&s.lock);
+    h_sleep_ms(500); /* would be several ticks: none may call it now */
+    cr_assert_eq(s.calls, calls);
+    cr_assert_not_null(rp__cluster_node_timer_pool(c));
+    cr_assert_null(rp__cluster_node_pool(c));
+    cr_assert_str_eq(rp__cluster_node_prefix(c), prefix);
+    cr_assert_eq(rp__cluster_node_settings(c)->port, redis.port);
+    rp_cluster_leave(c);
+    cr_assert_eq(h_node_term(&n), 0);
+    h_node_cleanup(&n);
 }

@@ -271,7 +271,7 @@ int rp_cluster_scatter(rp_cluster_router *r, const char *handler, const void *pa
 {
     rp__cluster_msg m = {handler, payload, len, NULL, 0};
     rp_future *f;
-    rp__cscatter *sc;
+    rp__cscatter *sc = NULL;
     rp__csnap *s;
     int rc;
 

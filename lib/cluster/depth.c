@@ -73,6 +73,8 @@ static size_t sort_unique(rp__depth_entry *e, size_t n)
 
     /* A stable order among duplicates is not needed: HGETALL never returns
      * one field twice; the dedup only keeps the invariant for any input. */
+    if (n == 0)
+        return 0; /* qsort(NULL, 0) is undefined */
     qsort(e, n, sizeof *e, cmp_entry);
     for (size_t i = 0; i < n; i++) {
         if (w > 0 && !strcmp(e[w - 1].id, e[i].id))

@@ -265,16 +265,22 @@ static bool same_ids(const rp__csnap *s, const rp__depth_entry *e, size_t n)
     return true;
 }
 
+/* Whether id is among s's nodes (bsearch(NULL, 0) is undefined). */
+static bool snap_has(const rp__csnap *s, const char *id)
+{
+    return s->n && bsearch(id, s->nodes, s->n, sizeof *s->nodes, cmp_node);
+}
+
 /* LEAST_USED with sync: allow nodes that joined, retire nodes that left.
  * Best effort: a failure is logged, the next change retries its nodes. */
 static void lu_sync(rp_cluster_router *r, const rp__csnap *old, const rp__csnap *now)
 {
     for (size_t i = 0; i < now->n; i++)
-        if (!bsearch(now->nodes[i].id, old->nodes, old->n, sizeof *old->nodes, cmp_node) &&
+        if (!snap_has(old, now->nodes[i].id) &&
             rp_least_used_add(r->lu, now->nodes[i].id, 0) < 0)
             rp__cluster_log(r->node, RP_LOG_WARN, rp_errmsg());
     for (size_t i = 0; i < old->n; i++)
-        if (!bsearch(old->nodes[i].id, now->nodes, now->n, sizeof *now->nodes, cmp_node) &&
+        if (!snap_has(now, old->nodes[i].id) &&
             rp_least_used_remove(r->lu, old->nodes[i].id) < 0)
             rp__cluster_log(r->node, RP_LOG_WARN, rp_errmsg());
 }
@@ -586,7 +592,7 @@ bool rp_cluster_router_has(rp_cluster_router *r, const char *id)
     if (!r || !id)
         return false;
     s = rp__csnap_get(r);
-    hit = s->n && bsearch(id, s->nodes, s->n, sizeof *s->nodes, cmp_node);
+    hit = snap_has(s, id);
     rp__csnap_put(r, s);
     return hit;
 }

@@ -11,6 +11,13 @@
 
 #include "depth.h"
 #include "routepool/routepool.h"
+#ifdef RP_TEST_ASAN
+#include <sanitizer/lsan_interface.h>
+/* LeakSanitizer does not fail a Criterion test by itself: ask it. */
+#define ASSERT_NO_LEAKS() cr_assert_eq(__lsan_do_recoverable_leak_check(), 0, "leaks (see stderr)")
+#else
+#define ASSERT_NO_LEAKS() ((void)0)
+#endif
 
 /* The injected clock: tests move it by hand. */
 static int64_t fake_now;
@@ -59,6 +66,7 @@ static void teardown_nodes(void)
     for (int i = 0; i < 3; i++)
         rp_routee_foreign_destroy(routees[i]);
     rp__depth_cache_fini(&cache);
+    ASSERT_NO_LEAKS();
 }
 
 static void setup_default(void)
@@ -268,7 +276,8 @@ static redisReply *arr(size_t n, redisReply **el)
     r->type = REDIS_REPLY_ARRAY;
     r->elements = n;
     r->element = calloc(n ? n : 1, sizeof *el);
-    memcpy(r->element, el, n * sizeof *el);
+    if (n)
+        memcpy(r->element, el, n * sizeof *el);
     return r;
 }
 

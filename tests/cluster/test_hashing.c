@@ -14,8 +14,22 @@
 
 #include "rendezvous.h"
 #include "routepool/routepool.h"
+#ifdef RP_TEST_ASAN
+#include <sanitizer/lsan_interface.h>
+/* LeakSanitizer does not fail a Criterion test by itself: ask it. */
+#define ASSERT_NO_LEAKS() cr_assert_eq(__lsan_do_recoverable_leak_check(), 0, "leaks (see stderr)")
+#else
+#define ASSERT_NO_LEAKS() ((void)0)
+#endif
 
 #define KEYS 4000
+
+static void check_leaks(void)
+{
+    ASSERT_NO_LEAKS();
+}
+
+TestSuite(rendezvous, .fini = check_leaks);
 
 static const char *const ids4[4] = {"alpha:101", "bravo:202", "charlie:303", "delta:404"};
 

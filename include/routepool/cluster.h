@@ -146,10 +146,13 @@ int rp_cluster_start(rp_cluster_node *node);
 /**
  * Leave gracefully and free the node: stop fetching, let the jobs that run
  * finish, hand fetched jobs that did not start (and the unread inbox) to
- * live members, leave the membership, close the connections.  Pending
- * asks made through the node fail with RP_ESHUTDOWN.  Waits for running
- * jobs.  Accepts NULL.  Must not be called from one of the node's jobs,
- * nor while other threads still use the node.
+ * live members, leave the membership, close the connections.  With no
+ * other live member the entries stay in the inbox and the id in the member
+ * set, and the next node to join recovers them.  Pending asks made through
+ * the node fail with RP_ESHUTDOWN (their futures stay valid until the
+ * callers release them).  Waits for running jobs.  Accepts NULL.  Must not
+ * be called from one of the node's jobs, nor while other threads still use
+ * the node; the pool must still be running.
  */
 void rp_cluster_leave(rp_cluster_node *node);
 
@@ -216,8 +219,11 @@ int rp_cluster_job_fail(rp_cluster_job *job, int code, const char *message);
  * @param key  optional key carried with the job (NULL, key_len 0).
  * @return 0 once Redis stored the entry (it will run at least once, or end
  *         in the dead-letter stream), or RP_EINVAL (NULL/bad argument,
- *         payload over max_payload), RP_EUNAVAILABLE (Redis unreachable:
- *         nothing was stored), RP_ENOMEM.
+ *         payload over max_payload), RP_ENOROUTEE (target is not a member:
+ *         nothing was stored), RP_EUNAVAILABLE (Redis unreachable: nothing
+ *         was stored), RP_ENOMEM.  While Redis is down calls fail fast: at
+ *         once during the reconnect backoff (50 ms doubling to 1 s), within
+ *         connect_timeout_ms when a reconnect is due.
  * Thread-safe (sends share one pipelined connection).
  */
 int rp_cluster_tell_node(rp_cluster_node *node, const char *target,
@@ -479,7 +485,12 @@ void rp_least_used_destroy(rp_least_used *lu);
  * reference-counted) until they return, so concurrent tells never touch
  * freed routees.  A job is routed to a node that was live at the last
  * refresh: a node that left since may still receive jobs for up to one
- * refresh interval (its leave hands its inbox on; see rp_cluster_leave()).
+ * refresh interval; a send that finds its node gone (the transport checks
+ * membership atomically with the add) stops that node's routee and routes
+ * the job again among the others, so such a job is not lost nor refused.
+ * The new routee list comes with a new message index: round-robin and
+ * random restart their sequence (from the first node by id) after each
+ * membership change.
  *
  * Unreported and stale nodes in smallest-mailbox.  The core's
  * smallest-mailbox scores a foreign routee whose depth cannot be read as 0

@@ -186,3 +186,15 @@ Test(ask, metrics__prometheus_text_has_the_node_label)
     free(text);
     rp_cluster_leave(c);
 }
+
+Test(ask, leave__fails_the_asks_still_pending_with_eshutdown)
+{
+    rp_cluster_node *c = client();
+    rp_future *f;
+    cr_assert_eq(rp_cluster_ask_node(c, "a", "slow", "1000", 4, 10000, &f), 0);
+    rp_cluster_leave(c);
+    cr_assert_eq(rp_future_wait(f, 0), 0, "completed by the leave");
+    cr_assert_eq(rp_future_status(f), RP_FUTURE_FAILED);
+    cr_assert_eq(rp_future_error(f)->code, RP_ESHUTDOWN);
+    rp_future_release(f);
+}

@@ -271,18 +271,19 @@ static bool snap_has(const rp__csnap *s, const char *id)
     return s->n && bsearch(id, s->nodes, s->n, sizeof *s->nodes, cmp_node);
 }
 
-/* LEAST_USED with sync: allow nodes that joined, retire nodes that left.
- * Best effort: a failure is logged, the next change retries its nodes. */
-static void lu_sync(rp_cluster_router *r, const rp__csnap *old, const rp__csnap *now)
+/* LEAST_USED with sync: retire the nodes that left (before the swap) and
+ * allow the nodes that joined (after it), so the set never names a node
+ * this router's current snapshot lacks.  Best effort: a failure is logged,
+ * and the node is retried at the next membership change. */
+static void lu_sync(rp_cluster_router *r, const rp__csnap *from, const rp__csnap *to, bool add)
 {
-    for (size_t i = 0; i < now->n; i++)
-        if (!snap_has(old, now->nodes[i].id) &&
-            rp_least_used_add(r->lu, now->nodes[i].id, 0) < 0)
+    for (size_t i = 0; i < from->n; i++) {
+        if (snap_has(to, from->nodes[i].id))
+            continue;
+        if ((add ? rp_least_used_add(r->lu, from->nodes[i].id, 0)
+                 : rp_least_used_remove(r->lu, from->nodes[i].id)) < 0)
             rp__cluster_log(r->node, RP_LOG_WARN, rp_errmsg());
-    for (size_t i = 0; i < old->n; i++)
-        if (!snap_has(now, old->nodes[i].id) &&
-            rp_least_used_remove(r->lu, old->nodes[i].id) < 0)
-            rp__cluster_log(r->node, RP_LOG_WARN, rp_errmsg());
+    }
 }
 
 /* Swap in a snapshot of the live nodes when they changed.  Caller holds
@@ -305,11 +306,14 @@ static int update_members(rp_cluster_router *r)
     rc = snap_build(r, e, n, &s);
     free(e);
     if (rc == 0) {
-        if (r->lu && r->lu_sync)
-            lu_sync(r, old, s);
+        bool sync = r->lu && r->lu_sync;
+        if (sync)
+            lu_sync(r, old, s, false); /* in old, not in s: remove */
         pthread_mutex_lock(&r->mu);
         r->cur = s;
         pthread_mutex_unlock(&r->mu);
+        if (sync)
+            lu_sync(r, s, old, true);  /* in s, not in old: add */
         rp__csnap_put(r, old); /* the router's reference */
     }
     rp__csnap_put(r, old);     /* ours */

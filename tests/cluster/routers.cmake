@@ -10,3 +10,17 @@ foreach(t test_least_used test_routers test_cscatter)
     rp_add_cluster_test(${t} 150)
   endif()
 endforeach()
+
+# The routers under concurrency: a plain program (ThreadSanitizer can run
+# it; Criterion binaries cannot), registered here for the plain and ASan
+# builds.
+add_executable(stress_routers stress_routers.c)
+target_link_libraries(stress_routers PRIVATE routepool_cluster routepool cluster_harness
+  Threads::Threads)
+add_test(NAME cluster_stress_routers COMMAND stress_routers)
+math(EXPR t "120 * ${RP_TIMEOUT_SCALE}")
+set_tests_properties(cluster_stress_routers PROPERTIES TIMEOUT ${t} RUN_SERIAL TRUE
+  LABELS cluster)
+if(RP_SAN_ENV)
+  set_tests_properties(cluster_stress_routers PROPERTIES ENVIRONMENT "${RP_SAN_ENV}")
+endif()

@@ -634,8 +634,12 @@ int rp_cluster_tell_key(rp_cluster_router *r, const void *key, size_t key_len,
  * pipelined round trip.
  * @param sent  receives how many entries Redis confirmed (may be NULL); on
  *              RP_EUNAVAILABLE the rest may or may not have been stored.
- * @return 0 when all n were stored, else as rp_cluster_tell() (a bad
- *         payload is found before anything is sent).  Thread-safe.
+ * @return 0 when all n were stored, else as rp_cluster_tell(): a bad
+ *         argument or payload is found before anything is sent; on a
+ *         LEAST_USED router a job whose pick fails is not sent while the
+ *         others are (the pick's code is returned); RP_ENOROUTEE when a
+ *         chosen node left after the last refresh - its entries were
+ *         refused, the others stored (*sent counts them).  Thread-safe.
  */
 int rp_cluster_tell_batch(rp_cluster_router *r, const char *handler,
                           const void *const *payloads, const size_t *lens, size_t n,

@@ -396,6 +396,37 @@ Test(routers, a_node_gone_since_the_refresh_is_skipped_at_once)
     rp_cluster_router_destroy(r);
 }
 
+typedef struct has_node {
+    rp_cluster_router *r;
+    const char *id;
+    bool want;
+} has_node;
+
+static bool node_seen(void *arg)
+{
+    has_node *w = arg;
+    return rp_cluster_router_has(w->r, w->id) == w->want;
+}
+
+Test(routers, the_refresh_thread_follows_membership_without_explicit_refreshes)
+{
+    rp_cluster_router_options o;
+    rp_cluster_router *r;
+    has_node w;
+
+    rp_cluster_router_options_init(&o);
+    o.refresh_ms = 20;
+    cr_assert_eq(rp_cluster_router_create(&r, client, &o), 0, "%s", rp_errmsg());
+    cr_assert_eq(rp_cluster_router_size(r), 0);
+    fake_node("late", 0, 0);
+    w = (has_node){r, "late", true};
+    cr_assert(h_wait(node_seen, &w, 10000), "the refresh thread never saw the new node");
+    freeReplyObject(h_cmd(c, "HDEL %s:depth late", prefix));
+    w.want = false;
+    cr_assert(h_wait(node_seen, &w, 10000), "the refresh thread never saw the node go");
+    rp_cluster_router_destroy(r);
+}
+
 /* ---- membership changes while tells run (ASan: no use-after-free) ---- */
 
 typedef struct teller {

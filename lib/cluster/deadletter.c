@@ -4,7 +4,7 @@
  * list, retry (re-queue with the delivery count reset), drop.
  *
  * Entries there are as untrusted as inbox entries and go through the same
- * decoder.  A retry adds the entry to a member's inbox (membership-checked)
+ * decoder.  A retry adds the entry to a member's inbox (XADD NOMKSTREAM)
  * before deleting it from the dead-letter stream: a failure between the
  * two leaves it in both places, never in neither.  These calls use the
  * node's send connection (send_lock).
@@ -162,7 +162,7 @@ static int requeue(rp_cluster_node *node, const rp__entry *e, const char *target
         np++;
     }
     pthread_mutex_lock(&node->send_lock);
-    int rc = rp__xadd_checked(node, &node->sendc, &node->send_script, target, av, al, np);
+    int rc = rp__xadd_checked(node, &node->sendc, target, av, al, np);
     pthread_mutex_unlock(&node->send_lock);
     return rc;
 }

@@ -16,7 +16,7 @@
  * entries per tick (recover.c), so the tick - and so our own report - stays
  * timely.  When the dead node's inbox is empty and its lease gone, one
  * script removes its inbox, report and membership atomically: a sender's
- * membership-checked XADD (send.c) can then never create an orphan inbox.
+ * XADD NOMKSTREAM (send.c) can then never create an orphan inbox.
  * Nobody is declared dead during our first dead_after_ms after
  * (re)connecting: after a Redis outage every report is old.
  */
@@ -63,9 +63,6 @@ void rp__init_scripts(rp_cluster_node *node)
     node->report_script.body = REPORT_LUA;
     node->cleanup_script.body = CLEANUP_LUA;
     node->lock_script.body = LOCK_LUA;
-    node->send_script.body = rp__send_lua;
-    node->hb_send_script.body = rp__send_lua;
-    node->fetch_send_script.body = rp__send_lua;
     node->fetch_move_script.body = rp__move_lua;
     node->hb_move_script.body = rp__move_lua;
 }

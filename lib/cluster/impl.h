@@ -100,7 +100,7 @@ struct rp_cluster_node {
 
     pthread_mutex_t send_lock;
     rp__conn sendc;
-    rp__script send_script, fetch_send_script, fetch_move_script, hb_move_script;
+    rp__script fetch_move_script, hb_move_script;
 
     /* fetch side: lock + cond guard everything down to handback */
     pthread_mutex_t lock;
@@ -119,7 +119,7 @@ struct rp_cluster_node {
     pthread_t hb_thr;
     bool hb_running;
     rp__conn hbc;
-    rp__script report_script, cleanup_script, lock_script, hb_send_script;
+    rp__script report_script, cleanup_script, lock_script;
     pthread_mutex_t hb_lock;
     pthread_cond_t hb_cond;
     bool hb_stop;
@@ -183,12 +183,11 @@ void rp__push_ack(rp_cluster_node *node, char *sid);
 void rp__flush_acks(rp_cluster_node *node, rp__conn *k);
 
 /* send.c */
-/* XADD through the membership-checking script on k: fields/lens hold nf
- * field-value pairs' bytes (2*nf items).  Returns 0, RP_ENOROUTEE (target
- * is not a member), RP_EUNAVAILABLE, RP_ENOMEM. */
-int rp__xadd_checked(rp_cluster_node *node, rp__conn *k, rp__script *sc,
-                     const char *target, const char **fields,
-                     const size_t *lens, int nf);
+/* XADD NOMKSTREAM to target's inbox on k: fields/lens hold nf field-value
+ * pairs' bytes (2*nf items).  Returns 0, RP_ENOROUTEE (target has no inbox:
+ * not a member), RP_EUNAVAILABLE, RP_ENOMEM. */
+int rp__xadd_checked(rp_cluster_node *node, rp__conn *k, const char *target,
+                     const char **fields, const size_t *lens, int nf);
 int rp__send_reply(rp_cluster_node *node, const char *to, size_t to_len,
                    uint64_t corr, int code, int routee, const char *msg,
                    const void *data, size_t len);
@@ -198,7 +197,6 @@ void rp__asks_sweep(rp_cluster_node *node, bool all);
  * (room for 16 items; bufs hold the numbers); the caller adds n and hist.
  * Returns the number of pairs. */
 int rp__entry_fields(const rp__entry *e, const char **av, size_t *al, char bufs[2][24]);
-extern const char rp__send_lua[];
 extern const char rp__move_lua[];
 /* Move pending entry sid of src_inbox to target's inbox (NULL: to the
  * dead-letter stream) in one script: 0 moved, 1 not pending any more

@@ -192,6 +192,22 @@ static void give_back_acks(rp_cluster_node *node, char **ids, size_t n)
     free(ids);
 }
 
+/* Read the two replies of a pipelined XACK + XDEL; false when the
+ * connection broke (the ids then go back on the list). */
+static bool ack_replies(rp_cluster_node *node, rp__conn *k)
+{
+    redisReply *a = rp__conn_get_reply(k);
+    redisReply *d = a ? rp__conn_get_reply(k) : NULL;
+    if (a && a->type == REDIS_REPLY_INTEGER)
+        BUMPN(node, acked, (uint64_t)a->integer);
+    bool ok = a && d;
+    if (a)
+        freeReplyObject(a);
+    if (d)
+        freeReplyObject(d);
+    return ok;
+}
+
 void rp__flush_acks(rp_cluster_node *node, rp__conn *k)
 {
     char **ids;
@@ -200,17 +216,7 @@ void rp__flush_acks(rp_cluster_node *node, rp__conn *k)
         free(ids);
         return;
     }
-    int ok = append_acks(node, k, ids, n) == 0;
-    redisReply *a = ok ? rp__conn_get_reply(k) : NULL;
-    redisReply *d = a ? rp__conn_get_reply(k) : NULL;
-    if (a && a->type == REDIS_REPLY_INTEGER)
-        BUMPN(node, acked, (uint64_t)a->integer);
-    bool sent = a && d;
-    if (a)
-        freeReplyObject(a);
-    if (d)
-        freeReplyObject(d);
-    if (!sent) {
+    if (append_acks(node, k, ids, n) != 0 || !ack_replies(node, k)) {
         give_back_acks(node, ids, n);
         return;
     }
@@ -382,7 +388,7 @@ static void handle_read(rp_cluster_node *node, redisReply *r)
         dispatch(node, entries->element[i]);
 }
 
-/* One round trip: the acknowledgements so far, then XREADGROUP. */
+/* One round trip: XACK + XDEL of what finished so far, then XREADGROUP. */
 static void fetch_once(rp_cluster_node *node, unsigned slots)
 {
     char count[16];
@@ -396,9 +402,22 @@ static void fetch_once(rp_cluster_node *node, unsigned slots)
         rp__sleep_ms(50);
         return;
     }
-    rp__flush_acks(node, &node->fetchc);
-    redisReply *r = rp__conn_cmd(&node->fetchc, 11, av, al);
+    char **ids;
+    size_t n = take_acks(node, &ids);
+    bool acks = n > 0 && append_acks(node, &node->fetchc, ids, n) == 0;
+    bool ok = rp__conn_append(&node->fetchc, 11, av, al) == 0;
+    if (acks && !(ok && ack_replies(node, &node->fetchc)))
+        acks = false, ok = false;
+    if (n && !acks) {
+        give_back_acks(node, ids, n);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            free(ids[i]);
+        free(ids);
+    }
+    redisReply *r = ok ? rp__conn_get_reply(&node->fetchc) : NULL;
     if (!r) {
+        rp__conn_drop(&node->fetchc);
         rp__sleep_ms(50);
         return;
     }

@@ -329,13 +329,15 @@ static void dispatch(rp_cluster_node *node, const redisReply *raw)
     }
 }
 
-/* Wait for a free slot (or stop); returns the free slots, 0 to stop. */
+/* Wait for free slots (or stop); returns the free slots, 0 to stop.  Once
+ * full it waits for a quarter of max_inflight to free up, so a busy node
+ * fetches (and acknowledges) in batches instead of one entry per job. */
 static unsigned wait_slots(rp_cluster_node *node)
 {
-    unsigned free_slots = 0;
+    unsigned free_slots = 0, refill = node->max_inflight / 4 ? node->max_inflight / 4 : 1;
     pthread_mutex_lock(&node->lock);
     while (!node->stopping) {
-        if (node->started && node->inflight < node->max_inflight && !node->handback) {
+        if (node->started && node->inflight + refill <= node->max_inflight && !node->handback) {
             free_slots = node->max_inflight - node->inflight;
             break;
         }

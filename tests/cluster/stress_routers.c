@@ -7,8 +7,8 @@
  * membership and refreshes every router (snapshot rebuilds under load), and
  * a fourth runs scatters that time out (member callbacks on the timer
  * thread) on a second deployment, whose router is finally destroyed with a
- * scatter open.  Nodes are fake (a report and a membership entry written
- * into Redis): every accepted tell must be in exactly one inbox.
+ * scatter open.  Nodes are fake (a report, a membership entry and an inbox
+ * written into Redis): every accepted tell must be in exactly one inbox.
  *
  * Exit 0 when every count matches; 1 with a message otherwise.
  */
@@ -57,6 +57,7 @@ static void fake_node(redisContext *c, const char *pre, const char *id)
 {
     freeReplyObject(h_cmd(c, "HSET %s:depth %s 0:%lld", pre, id, server_ms(c)));
     freeReplyObject(h_cmd(c, "SADD %s:nodes %s", pre, id));
+    freeReplyObject(h_cmd(c, "XGROUP CREATE %s:inbox:%s rp $ MKSTREAM", pre, id));
 }
 
 static rp_cluster_router *router(rp_cluster_node *node, rp_cluster_router_kind kind,

@@ -10,6 +10,7 @@
  * latency histogram.  Nodes are test_node processes.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -73,6 +74,51 @@ static void start_nodes(int n)
     nnodes = n;
 }
 
+/* Whether /proc/<pid>/task/<tid>/stat says stopped ("pid (comm) T ..."). */
+static bool task_stopped(const char *path)
+{
+    char buf[256], *p;
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    if (!f)
+        return false;
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+}
+
+/* Every thread of the process is stopped. */
+static bool is_stopped(void *arg)
+{
+    char path[300];
+    struct dirent *d;
+    bool all = true;
+    DIR *dir;
+
+    snprintf(path, sizeof path, "/proc/%d/task", (int)*(pid_t *)arg);
+    if (!(dir = opendir(path)))
+        return false;
+    while (all && (d = readdir(dir)))
+        if (d->d_name[0] != '.') {
+            snprintf(path, sizeof path, "/proc/%d/task/%.32s/stat", (int)*(pid_t *)arg,
+                     d->d_name);
+            all = task_stopped(path);
+        }
+    closedir(dir);
+    return all;
+}
+
+/* SIGSTOP a node and wait until every thread of it has stopped (kill()
+ * returns before that): a silent node, for sure. */
+static void silence(h_node *n)
+{
+    cr_assert_eq(kill(n->pid, SIGSTOP), 0);
+    cr_assert(h_wait(is_stopped, &n->pid, 10000), "%s did not stop", n->id);
+}
+
 static rp_cluster_router *router(double timeout_ms, size_t want)
 {
     rp_cluster_router_options o;
@@ -108,7 +154,7 @@ Test(cscatter, one_silent_node_first_reply_wins)
 
     start_nodes(3);
     r = router(5000, 3);
-    kill(nodes[2].pid, SIGSTOP); /* node-3 stops answering anything */
+    silence(&nodes[2]); /* node-3 stops answering anything */
     cr_assert_eq(rp_cluster_scatter(r, "echo", "user-42", 7, &f), 0, "%s", rp_errmsg());
     cr_assert_eq(rp_future_wait(f, 20000), 0);
     cr_assert_eq(rp_future_status(f), RP_FUTURE_FULFILLED, "%s",
@@ -136,7 +182,7 @@ Test(cscatter, all_silent_fail_with_the_timeout_aggregate_and_3_timeout_members)
     start_nodes(3);
     r = router(300, 3);
     for (int i = 0; i < 3; i++)
-        kill(nodes[i].pid, SIGSTOP);
+        silence(&nodes[i]);
     cr_assert_eq(rp_cluster_scatter(r, "echo", "x", 1, &f), 0, "%s", rp_errmsg());
     e = wait_failed(f);
     cr_assert_eq(e->code, RP_EAGGREGATE);

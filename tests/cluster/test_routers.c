@@ -97,10 +97,13 @@ static long long server_ms(void)
     return ms;
 }
 
+/* A report, a membership entry and an inbox (sends need the inbox to
+ * exist: the transport adds with XADD NOMKSTREAM). */
 static void fake_node(const char *id, long depth, long age_ms)
 {
     freeReplyObject(h_cmd(c, "HSET %s:depth %s %ld:%lld", prefix, id, depth, server_ms() - age_ms));
     freeReplyObject(h_cmd(c, "SADD %s:nodes %s", prefix, id));
+    freeReplyObject(h_cmd(c, "XGROUP CREATE %s:inbox:%s rp $ MKSTREAM", prefix, id));
 }
 
 static long long inbox_len(const char *id)
@@ -387,8 +390,9 @@ Test(routers, a_node_gone_since_the_refresh_is_skipped_at_once)
     fake_node("f2", 0, 0);
     r = make_router(RP_CLUSTER_ROUTER_ROUND_ROBIN, 0);
     cr_assert_eq(rp_cluster_router_size(r), 2);
-    /* f1 leaves the membership; the router has not refreshed yet. */
+    /* f1 is gone (membership and inbox); the router has not refreshed yet. */
     freeReplyObject(h_cmd(c, "SREM %s:nodes f1", prefix));
+    freeReplyObject(h_cmd(c, "DEL %s:inbox:f1", prefix));
     for (int i = 0; i < 4; i++)
         cr_assert_eq(rp_cluster_tell(r, "record", "x", 1), 0, "%s", rp_errmsg());
     cr_assert_eq(inbox_len("f1"), 0);

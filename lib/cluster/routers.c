@@ -92,9 +92,10 @@ static int node_send(rp_job_fn fn, void *arg, void *user)
         break;
     }
     if (rc == RP_ENOROUTEE) {
-        /* The node left since the last refresh (the transport's membership
-         * check refused the add): skip it from now on in this snapshot
-         * and let the call route again (undelivered() sees the flag). */
+        /* The node left since the last refresh (its inbox is gone, so the
+         * transport refused the add): skip it in this snapshot - the next
+         * refresh rebuilds one, see update_members() - and let the call
+         * route again (undelivered() sees the flag). */
         rp_routee_stop(cn->routee);
         req->departed = true;
         return rc;
@@ -255,12 +256,15 @@ fail:
     return rc;
 }
 
+/* Whether s routes to exactly the nodes e[]: the same ids, none of them
+ * stopped (a node found gone by a send, whose id is live again - it came
+ * back under the same id - needs a fresh routee). */
 static bool same_ids(const rp__csnap *s, const rp__depth_entry *e, size_t n)
 {
     if (s->n != n)
         return false;
     for (size_t i = 0; i < n; i++)
-        if (strcmp(s->nodes[i].id, e[i].id))
+        if (strcmp(s->nodes[i].id, e[i].id) || rp_routee_stopped(s->routees[i]))
             return false;
     return true;
 }

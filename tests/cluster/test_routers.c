@@ -382,7 +382,7 @@ Test(routers, no_live_node_is_enoroutee)
     rp_cluster_router_destroy(r);
 }
 
-Test(routers, a_node_gone_since_the_refresh_is_skipped_at_once)
+Test(routers, a_node_gone_since_the_refresh_is_skipped_at_once_and_back_after_it_returns)
 {
     rp_cluster_router *r;
 
@@ -397,6 +397,13 @@ Test(routers, a_node_gone_since_the_refresh_is_skipped_at_once)
         cr_assert_eq(rp_cluster_tell(r, "record", "x", 1), 0, "%s", rp_errmsg());
     cr_assert_eq(inbox_len("f1"), 0);
     cr_assert_eq(inbox_len("f2"), 4);
+    /* f1 comes back under the same id: the next refresh routes to it. */
+    fake_node("f1", 0, 0);
+    cr_assert_eq(rp_cluster_router_refresh(r), 0, "%s", rp_errmsg());
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(rp_cluster_tell(r, "record", "x", 1), 0, "%s", rp_errmsg());
+    cr_assert_eq(inbox_len("f1"), 2);
+    cr_assert_eq(inbox_len("f2"), 6);
     rp_cluster_router_destroy(r);
 }
 

@@ -180,7 +180,9 @@ int rp_cluster_handle(rp_cluster_node *node, const char *name,
 /** The payload (borrowed; NUL-terminated for convenience, not counted
  *  in *len) and its length (len may be NULL). */
 const void *rp_cluster_job_payload(const rp_cluster_job *job, size_t *len);
-/** The job id, unique per submit: "<origin node>:<seq>" (borrowed). */
+/** The job id, unique per submit: "<origin node>:<seq>", the sequence
+ *  starting at the sending node's join time (server ms x 1024), so a node
+ *  that rejoins under the same id does not reuse ids (borrowed). */
 const char *rp_cluster_job_id(const rp_cluster_job *job);
 /** The handler name the job was sent to (borrowed). */
 const char *rp_cluster_job_handler(const rp_cluster_job *job);

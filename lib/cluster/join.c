@@ -223,6 +223,9 @@ static int connect_node(rp_cluster_node *node)
     rp__tick(node);
     if (atomic_load(&node->last_report_mono) < 0)
         return rp_error_set(RP_EUNAVAILABLE, "rp_cluster_join: the first depth report failed");
+    /* Job ids stay unique when a process rejoins with the same id: its
+     * sequence starts at the join's server time x 1024. */
+    atomic_store(&node->seq, (uint64_t)rp__server_now_ms(node) << 10);
     /* Entries a previous process with this id fetched and never finished:
      * it is dead (its lease had expired), so they count as delivered. */
     if (node->pool)

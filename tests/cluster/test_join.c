@@ -144,3 +144,49 @@ Test(join, node_process__joins_and_leaves_on_sigterm)
     redisFree(c);
     h_node_cleanup(&n);
 }
+
+/* The "id" field of every entry in sink's inbox, in order, ','-joined. */
+static void job_ids(redisContext *c, char *out, size_t cap)
+{
+    redisReply *r = h_cmd(c, "XRANGE %s:inbox:sink - +", prefix);
+    out[0] = '\0';
+    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+        redisReply *f = r->element[i]->element[1];
+        for (size_t k = 0; k + 1 < f->elements; k += 2)
+            if (strcmp(f->element[k]->str, "id") == 0) {
+                strncat(out, f->element[k + 1]->str, cap - strlen(out) - 2);
+                strcat(out, ",");
+            }
+    }
+    if (r)
+        freeReplyObject(r);
+}
+
+Test(join, rejoin__under_the_same_id_does_not_reuse_job_ids)
+{
+    rp_pool *pool = small_pool();
+    rp_cluster_options o;
+    rp_cluster_node *sink, *cl;
+    opts_for(&o, "sink");
+    /* A member that never starts fetching: entries stay in its inbox. */
+    cr_assert_eq(rp_cluster_join(&sink, pool, &o), 0, "%s", rp_errmsg());
+    opts_for(&o, "cl");
+    for (int round = 0; round < 2; round++) {
+        cr_assert_eq(rp_cluster_join(&cl, NULL, &o), 0, "%s", rp_errmsg());
+        cr_assert_eq(rp_cluster_tell_node(cl, "sink", "h", "x", 1, NULL, 0), 0, "%s",
+                     rp_errmsg());
+        rp_cluster_leave(cl);
+    }
+    redisContext *c = h_redis_connect(&redis);
+    char ids[512];
+    job_ids(c, ids, sizeof ids);
+    char *comma = strchr(ids, ',');
+    cr_assert(comma && strlen(comma) > 1 && comma[strlen(comma) - 1] == ',', "%s", ids);
+    *comma = '\0';
+    comma[strlen(comma + 1)] = '\0'; /* the second id's trailing comma */
+    cr_assert(strncmp(ids, "cl:", 3) == 0, "%s", ids);
+    cr_assert_str_neq(ids, comma + 1);
+    redisFree(c);
+    rp_cluster_leave(sink);
+    rp_pool_destroy(pool);
+}

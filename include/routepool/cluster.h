@@ -598,9 +598,8 @@ int rp_cluster_router_refresh(rp_cluster_router *r);
 /** Number of live nodes the router routes to now; 0 for NULL.  Thread-safe. */
 size_t rp_cluster_router_size(rp_cluster_router *r);
 
-/**
- * Whether node id is among the router's live nodes now.  Thread-safe.
- */
+/** Whether node id is among the router's live nodes now (false for NULL r
+ *  or id; id is borrowed for the call).  Thread-safe. */
 bool rp_cluster_router_has(rp_cluster_router *r, const char *id);
 
 /**

@@ -24,4 +24,16 @@ endif()
 add_test(NAME cluster_tools
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_tools.sh $<TARGET_FILE:rp-node>
           $<TARGET_FILE:rp-cluster> $<TARGET_FILE:rp_test_jobs_plugin> ${rp_tools_test_tune})
-set_tests_properties(cluster_tools PROPERTIES TIMEOUT 180)
+# Sanitizer builds run slower and set their options as the core's tests do
+# (RP_SAN_ENV, RP_TIMEOUT_SCALE from tests/CMakeLists.txt).  Serial: it
+# starts a redis-server and up to five node processes of its own.
+set(rp_tools_test_scale 1)
+if(DEFINED RP_TIMEOUT_SCALE)
+  set(rp_tools_test_scale ${RP_TIMEOUT_SCALE})
+endif()
+math(EXPR rp_tools_test_timeout "180 * ${rp_tools_test_scale}")
+set_tests_properties(cluster_tools PROPERTIES TIMEOUT ${rp_tools_test_timeout} RUN_SERIAL TRUE
+  LABELS "cluster;tool")
+if(RP_SAN_ENV)
+  set_tests_properties(cluster_tools PROPERTIES ENVIRONMENT "${RP_SAN_ENV}")
+endif()

@@ -560,8 +560,13 @@ typedef struct rp_cluster_router_options {
      *  1..64 bytes.  Default: the router's name. */
     const char *least_used_name;
     /** LEAST_USED: when true (default) the router adds each node that
-     *  becomes live (start count 0, re-added as least_used_readd says) and
-     *  removes each node that leaves; false leaves the set to you. */
+     *  becomes live - at the set's current minimum (0 in an empty set), so
+     *  a node joining a running deployment takes its even share at once
+     *  rather than every allocation until it has caught up; a node that
+     *  was removed before comes back as least_used_readd says - and
+     *  removes each node that leaves; false leaves the set to you.  A pick
+     *  that names a node this call's routee list lacks but the router's
+     *  newer one has (it joined meanwhile) is routed again on the newer. */
     bool least_used_sync;
     rp_least_used_readd least_used_readd;
     /** rp_cluster_scatter(): deadline of one scatter, ms, positive and

@@ -43,23 +43,23 @@ static const char acquire_lua[] =
     "redis.call('ZINCRBY', KEYS[1], 1, chosen)\n"
     "return chosen\n";
 
-/* KEYS: set, removed-hash.  ARGV: member, start count, "keep" | "min".
- * Already allowed: unchanged (0).  Else the score is the start count, or
- * for a member with a removal record its old count (keep) or the set's
- * current minimum (min; the start count when the set is empty). */
+/* KEYS: set, removed-hash.  ARGV: member, start count, "keep" | "min",
+ * new-at-min ("1" | "0").  Already allowed: unchanged (0).  Else the score
+ * is the start count; for a member with a removal record its old count
+ * (keep) or the set's current minimum (min); with new-at-min, a member
+ * without a record starts at the current minimum too.  An empty set keeps
+ * the start count. */
 static const char add_lua[] =
     "if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end\n"
     "local score = ARGV[2]\n"
     "local old = redis.call('HGET', KEYS[2], ARGV[1])\n"
-    "if old then\n"
-    "    if ARGV[3] == 'keep' then\n"
-    "        score = old\n"
-    "    else\n"
-    "        local low = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')\n"
-    "        if low[2] then score = low[2] end\n"
-    "    end\n"
-    "    redis.call('HDEL', KEYS[2], ARGV[1])\n"
+    "if old and ARGV[3] == 'keep' then\n"
+    "    score = old\n"
+    "elseif old or ARGV[4] == '1' then\n"
+    "    local low = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')\n"
+    "    if low[2] then score = low[2] end\n"
     "end\n"
+    "if old then redis.call('HDEL', KEYS[2], ARGV[1]) end\n"
     "redis.call('ZADD', KEYS[1], score, ARGV[1])\n"
     "return 1\n";
 
@@ -248,33 +248,45 @@ static int check_member(const char *member, const char *func)
     return 0;
 }
 
-int rp_least_used_add(rp_least_used *lu, const char *member, uint64_t start_count)
+static int add_member(rp_least_used *lu, const char *member, uint64_t start_count,
+                      bool new_at_min, const char *func)
 {
-    const char *argv[8];
-    size_t lens[8];
+    const char *argv[9];
+    size_t lens[9];
     char start[24];
     redisReply *r;
     int rc;
 
     if (!lu)
-        return rp_error_set(RP_EINVAL, "rp_least_used_add: lu is NULL");
-    if ((rc = check_member(member, "rp_least_used_add")) < 0)
+        return rp_error_set(RP_EINVAL, "%s: lu is NULL", func);
+    if ((rc = check_member(member, func)) < 0)
         return rc;
     if (start_count > START_MAX)
-        return rp_error_set(RP_EINVAL, "rp_least_used_add: start_count must be <= 2^53 (got %" PRIu64 ")",
-                           start_count);
+        return rp_error_set(RP_EINVAL, "%s: start_count must be <= 2^53 (got %" PRIu64 ")", func,
+                            start_count);
     snprintf(start, sizeof start, "%" PRIu64, start_count);
     argv[3] = lu->key, lens[3] = strlen(lu->key);
     argv[4] = lu->removed_key, lens[4] = strlen(lu->removed_key);
     argv[5] = member, lens[5] = strlen(member);
     argv[6] = start, lens[6] = strlen(start);
     argv[7] = lu->readd == RP_LEAST_USED_READD_KEEP ? "keep" : "min", lens[7] = strlen(argv[7]);
+    argv[8] = new_at_min ? "1" : "0", lens[8] = 1;
     pthread_mutex_lock(&lu->mu);
-    r = run_script(lu, S_ADD, 2, 8, argv, lens);
-    rc = reply_error(lu, r, "rp_least_used_add");
+    r = run_script(lu, S_ADD, 2, 9, argv, lens);
+    rc = reply_error(lu, r, func);
     pthread_mutex_unlock(&lu->mu);
     freeReplyObject(r);
     return rc;
+}
+
+int rp_least_used_add(rp_least_used *lu, const char *member, uint64_t start_count)
+{
+    return add_member(lu, member, start_count, false, "rp_least_used_add");
+}
+
+int rp__least_used_add_at_min(rp_least_used *lu, const char *member, const char *func)
+{
+    return add_member(lu, member, 0, true, func);
 }
 
 int rp_least_used_remove(rp_least_used *lu, const char *member)

@@ -113,6 +113,8 @@ static void undelivered(void *arg, int reason, void *user)
     rp__creq *req = job->req;
 
     (void)user;
+    if (req->resnap)
+        return; /* not a failure: routed again (routers_api.c) */
     if (req->departed) {
         /* Not a failure: a single-target call routes again among the
          * nodes left; a broadcast copy for a node that left is not owed. */
@@ -136,6 +138,20 @@ static int cmp_node(const void *key, const void *elem)
     return strcmp(key, ((const rp__cnode *)elem)->id);
 }
 
+static bool snap_has(const rp__csnap *s, const char *id);
+
+/* Whether the router's current snapshot is newer than s and has node id
+ * (the set may name a node that joined after the caller took s). */
+static bool newer_snap_has(rp_cluster_router *r, const rp__csnap *s, const char *id)
+{
+    bool hit;
+
+    pthread_mutex_lock(&r->mu); /* r->cur cannot be freed while we hold it */
+    hit = r->cur != s && snap_has(r->cur, id);
+    pthread_mutex_unlock(&r->mu);
+    return hit;
+}
+
 static int least_used_pick(void *user, rp_route_state *st, rp_routee *const *routees, size_t n,
                            size_t *out)
 {
@@ -153,6 +169,10 @@ static int least_used_pick(void *user, rp_route_state *st, rp_routee *const *rou
         return 0; /* no node: nothing is sent */
     }
     if (!(hit = bsearch(member, s->nodes, n, sizeof *s->nodes, cmp_node))) {
+        if (tl_req && tl_req->op != RP__COP_BATCH && newer_snap_has(s->nodes[0].r, s, member)) {
+            tl_req->resnap = true; /* the caller routes again on the newer list */
+            return 0;
+        }
         rc = rp_error_set(RP_ENOROUTEE, "%s: the least-used set chose \"%s\", which is not a live node",
                           tl_req ? tl_req->fn : "least-used", member);
         if (tl_req)
@@ -284,7 +304,7 @@ static void lu_sync(rp_cluster_router *r, const rp__csnap *from, const rp__csnap
     for (size_t i = 0; i < from->n; i++) {
         if (snap_has(to, from->nodes[i].id))
             continue;
-        if ((add ? rp_least_used_add(r->lu, from->nodes[i].id, 0)
+        if ((add ? rp__least_used_add_at_min(r->lu, from->nodes[i].id, "least-used sync")
                  : rp_least_used_remove(r->lu, from->nodes[i].id)) < 0)
             rp__cluster_log(r->node, RP_LOG_WARN, rp_errmsg());
     }

@@ -102,6 +102,7 @@ typedef struct rp__creq {
     int rc;                      /* first failure (0: none) */
     bool departed;               /* the last send found its node gone */
     bool retry;                  /* route again: the chosen node was gone */
+    bool resnap;                 /* route again on the current snapshot */
     size_t sent;                 /* copies stored (tell, broadcast) */
     const char **targets;        /* batch: targets[k] for batch_msgs[k] */
     rp__cluster_msg *batch_msgs;

@@ -28,14 +28,25 @@ static int check_call(const rp_cluster_router *r, const char *handler, const voi
     return 0;
 }
 
-/* One job to one node (or, fanout, to each live node). */
+/* One job to one node (or, fanout, to each live node).  A least-used pick
+ * that names a node only a newer snapshot has (it joined while this call
+ * held the older one) routes again on the current snapshot. */
 static int route_one(rp_cluster_router *r, rp__creq *req, bool fanout)
 {
     rp__cjob job = {req, 0};
-    rp__csnap *s = rp__csnap_get(r);
-    int rc = rp__croute(r, s, &job, fanout);
+    int rc;
 
-    rp__csnap_put(r, s);
+    for (int attempt = 0;; attempt++) {
+        rp__csnap *s = rp__csnap_get(r);
+        rc = rp__croute(r, s, &job, fanout);
+        rp__csnap_put(r, s);
+        if (!req->resnap || attempt >= 2)
+            break;
+        req->resnap = false;
+    }
+    if (req->resnap)
+        return rp_error_set(RP_ENOROUTEE, "%s: router %s: the least-used set keeps naming nodes that are not live",
+                            req->fn, r->name);
     return rc;
 }
 

@@ -338,11 +338,26 @@ Test(routers, least_used_router_spreads_by_allocations_and_empty_set_sends_nothi
     cr_assert_eq(inbox_len("f2"), 3);
     cr_assert_eq(inbox_len("f3"), 3);
     cr_assert_eq(h_int(c, "ZCARD %s:lu:nodes", prefix), 3);
+    /* A node that joins starts level with the others (3), not at 0: it
+     * takes its share at once instead of the next 9 jobs. */
+    fake_node("f4", 0, 0);
+    cr_assert_eq(rp_cluster_router_refresh(r), 0, "%s", rp_errmsg());
+    {
+        redisReply *sc = h_cmd(c, "ZSCORE %s:lu:nodes f4", prefix);
+        cr_assert(sc && sc->type == REDIS_REPLY_STRING && !strcmp(sc->str, "3"), "f4 starts at %s",
+                  sc && sc->str ? sc->str : "?");
+        freeReplyObject(sc);
+    }
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(rp_cluster_tell(r, "record", "z", 1), 0, "%s", rp_errmsg());
+    cr_assert_eq(inbox_len("f1"), 4);
+    cr_assert_eq(inbox_len("f4"), 1);
     o.least_used_name = "nobody";
     o.least_used_sync = false; /* the set stays empty */
     cr_assert_eq(rp_cluster_router_create(&empty, client, &o), 0, "%s", rp_errmsg());
     cr_assert_eq(rp_cluster_tell(empty, "record", "none", 4), RP_ENOROUTEE);
-    cr_assert_eq(inbox_len("f1") + inbox_len("f2") + inbox_len("f3"), 9, "nothing was sent");
+    cr_assert_eq(inbox_len("f1") + inbox_len("f2") + inbox_len("f3") + inbox_len("f4"), 13,
+                 "nothing was sent");
     cr_assert_eq(h_int(c, "EXISTS %s:lu:nobody", prefix), 0);
     rp_cluster_router_destroy(empty);
     rp_cluster_router_destroy(r);

@@ -227,6 +227,12 @@ void rp__flush_acks(rp_cluster_node *node, rp__conn *k)
 
 /* ---- running a job ---- */
 
+/* Free slots the fetch thread waits for once the node is full. */
+static unsigned refill_of(const rp_cluster_node *node)
+{
+    return node->max_inflight / 4 ? node->max_inflight / 4 : 1;
+}
+
 static void finish(rp_cluster_node *node, rp_cluster_job *j, bool ack)
 {
     if (ack) {
@@ -236,7 +242,11 @@ static void finish(rp_cluster_node *node, rp_cluster_job *j, bool ack)
     rp__job_free(j);
     pthread_mutex_lock(&node->lock);
     node->inflight--;
-    pthread_cond_broadcast(&node->cond);
+    /* Wake the fetch thread only when it can act (a refill's worth is
+     * free, see wait_slots()) and a leave when nothing is in flight: a
+     * wake-up per job would cost a futex call and a context switch each. */
+    if (node->inflight == 0 || node->inflight + refill_of(node) == node->max_inflight)
+        pthread_cond_broadcast(&node->cond);
     pthread_mutex_unlock(&node->lock);
 }
 
@@ -334,7 +344,7 @@ static void dispatch(rp_cluster_node *node, const redisReply *raw)
  * fetches (and acknowledges) in batches instead of one entry per job. */
 static unsigned wait_slots(rp_cluster_node *node)
 {
-    unsigned free_slots = 0, refill = node->max_inflight / 4 ? node->max_inflight / 4 : 1;
+    unsigned free_slots = 0, refill = refill_of(node);
     pthread_mutex_lock(&node->lock);
     while (!node->stopping) {
         if (node->started && node->inflight + refill <= node->max_inflight && !node->handback) {

@@ -78,13 +78,6 @@ void rp__job_free(rp_cluster_job *j)
     if (!j)
         return;
     free(j->sid);
-    free(j->id);
-    free(j->h);
-    free(j->p);
-    free(j->k);
-    free(j->r);
-    free(j->o);
-    free(j->hist);
     free(j);
 }
 
@@ -101,26 +94,44 @@ static char *dup_bytes(rp__bytes b, size_t *len)
     return p;
 }
 
+/* Copy b NUL-terminated to *at (advancing it); NULL when b is absent. */
+static char *pack(char **at, rp__bytes b, size_t *len)
+{
+    *len = b.len;
+    if (!b.p)
+        return NULL;
+    char *p = *at;
+    if (b.len)
+        memcpy(p, b.p, b.len);
+    p[b.len] = '\0';
+    *at += b.len + 1;
+    return p;
+}
+
+/* One allocation holds the record and its fields' copies (the reply they
+ * came from is freed at once); the stream id is its own, since the
+ * acknowledgement list takes it over when the job is done. */
 static rp_cluster_job *job_from(rp_cluster_node *node, const rp__entry *e)
 {
-    rp_cluster_job *j = calloc(1, sizeof *j);
+    size_t n = sizeof(rp_cluster_job) + e->id.len + e->h.len + e->p.len + e->k.len +
+               e->r.len + e->o.len + e->hist.len + 7;
+    rp_cluster_job *j = calloc(1, n);
     if (!j)
         return NULL;
+    char *at = (char *)(j + 1);
     j->node = node;
-    j->sid = dup_bytes(e->sid, NULL);
-    j->id = dup_bytes(e->id, &j->id_len);
-    j->h = dup_bytes(e->h, &j->h_len);
-    j->p = dup_bytes(e->p, &j->p_len);
-    j->k = e->k.p ? dup_bytes(e->k, &j->k_len) : NULL;
-    j->r = e->r.p ? dup_bytes(e->r, &j->r_len) : NULL;
-    j->o = e->o.p ? dup_bytes(e->o, &j->o_len) : NULL;
-    j->hist = e->hist.p ? dup_bytes(e->hist, &j->hist_len) : NULL;
+    j->id = pack(&at, e->id, &j->id_len);
+    j->h = pack(&at, e->h, &j->h_len);
+    j->p = pack(&at, e->p, &j->p_len);
+    j->k = pack(&at, e->k, &j->k_len);
+    j->r = pack(&at, e->r, &j->r_len);
+    j->o = pack(&at, e->o, &j->o_len);
+    j->hist = pack(&at, e->hist, &j->hist_len);
     j->corr = e->corr;
     j->deadline_ms = e->deadline_ms;
     j->deliveries = (unsigned)e->prev_deliveries + 1;
-    if (!j->sid || !j->id || !j->h || !j->p || (e->k.p && !j->k) || (e->r.p && !j->r) ||
-        (e->o.p && !j->o) || (e->hist.p && !j->hist)) {
-        rp__job_free(j);
+    if (!(j->sid = dup_bytes(e->sid, NULL))) {
+        free(j);
         return NULL;
     }
     return j;

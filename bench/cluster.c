@@ -27,8 +27,8 @@
  * Where the time goes: Redis's CPU per job (INFO CPU before/after) and
  * Redis commands per job by kind (INFO commandstats before/after):
  * XADD, XREADGROUP (a node's fetch round trip, which carries the previous
- * batch's XACK + XDEL pipelined), EVALSHA (heartbeats), the polls of the
- * parent (XLEN) counted apart.
+ * batch's XACK + XDEL pipelined), EVALSHA (scripts: heartbeats, moves),
+ * the polls of the parent (XLEN) left out.
  *
  * The peers: --peers FILE is the key=value file that bench/run had
  * rp-bench-streams-floor and the BullMQ script write in this same run; the
@@ -526,8 +526,8 @@ static void print_table(const cfg *c, const conf_result *res, int n)
                s->total, 1.0 / (double)c->batch, s->xreadgroup);
         csv_conf(r, c->runs);
     }
-    printf("\n Redis commands per job, by kind (INFO commandstats; commands a script runs are\n"
-           " counted too, so a membership-checked send is EVALSHA + SISMEMBER + XADD):\n"
+    printf("\n Redis commands per job, by kind (INFO commandstats; the commands a script runs\n"
+           " are counted too, under their own names):\n"
            " nodes    XADD  EVALSHA  SISMEMBER  XREADGROUP    XACK    XDEL  HGETALL\n");
     for (int i = 0; i < n; i++) {
         const cmdstats *s = &res[i].med.per_job;

@@ -139,16 +139,15 @@ static rp_cluster_job *job_from(rp_cluster_node *node, const rp__entry *e)
 
 /* ---- acknowledgements ---- */
 
-void rp__push_ack(rp_cluster_node *node, char *sid)
+/* Under node->lock. */
+static void push_ack_locked(rp_cluster_node *node, char *sid)
 {
-    pthread_mutex_lock(&node->lock);
     if (node->nacks == node->cap_acks) {
         size_t cap = node->cap_acks ? node->cap_acks * 2 : 64;
         char **a = realloc(node->acks, cap * sizeof *a);
         if (!a) {
             /* Unacknowledged, the entry stays pending: a later recovery
              * delivers it again (a duplicate, never a loss). */
-            pthread_mutex_unlock(&node->lock);
             free(sid);
             return;
         }
@@ -156,6 +155,12 @@ void rp__push_ack(rp_cluster_node *node, char *sid)
         node->cap_acks = cap;
     }
     node->acks[node->nacks++] = sid;
+}
+
+void rp__push_ack(rp_cluster_node *node, char *sid)
+{
+    pthread_mutex_lock(&node->lock);
+    push_ack_locked(node, sid);
     pthread_mutex_unlock(&node->lock);
 }
 
@@ -244,14 +249,55 @@ static unsigned refill_of(const rp_cluster_node *node)
     return node->max_inflight / 4 ? node->max_inflight / 4 : 1;
 }
 
+/* ---- the live list: every fetched entry not finished nor handed back is
+ * on it, so re-reading our own pending list (after a reconnect) can tell
+ * the entries we hold from those whose delivery never reached us.  All
+ * under node->lock. ---- */
+
+static void live_link(rp_cluster_node *node, rp_cluster_job *j)
+{
+    j->lprev = NULL;
+    j->lnext = node->live_jobs;
+    if (node->live_jobs)
+        node->live_jobs->lprev = j;
+    node->live_jobs = j;
+}
+
+static void live_unlink(rp_cluster_node *node, rp_cluster_job *j)
+{
+    if (j->lprev)
+        j->lprev->lnext = j->lnext;
+    else
+        node->live_jobs = j->lnext;
+    if (j->lnext)
+        j->lnext->lprev = j->lprev;
+}
+
+/* Under node->lock: true when sid is an entry this node holds. */
+static bool holds(const rp_cluster_node *node, const char *sid, size_t len)
+{
+    for (const rp_cluster_job *j = node->live_jobs; j; j = j->lnext)
+        if (strlen(j->sid) == len && memcmp(j->sid, sid, len) == 0)
+            return true;
+    for (const rp_cluster_job *j = node->handback; j; j = j->next)
+        if (strlen(j->sid) == len && memcmp(j->sid, sid, len) == 0)
+            return true;
+    for (size_t i = 0; i < node->nacks; i++)
+        if (strlen(node->acks[i]) == len && memcmp(node->acks[i], sid, len) == 0)
+            return true;
+    return false;
+}
+
+/* The record goes as the acknowledgement takes its place: at no moment is
+ * a held entry on neither list. */
 static void finish(rp_cluster_node *node, rp_cluster_job *j, bool ack)
 {
+    pthread_mutex_lock(&node->lock);
+    live_unlink(node, j);
     if (ack) {
-        rp__push_ack(node, j->sid);
+        push_ack_locked(node, j->sid);
         j->sid = NULL;
     }
-    rp__job_free(j);
-    pthread_mutex_lock(&node->lock);
     node->inflight--;
     /* Wake the fetch thread only when it can act (a refill's worth is
      * free, see wait_slots()) and a leave when nothing is in flight: a
@@ -259,6 +305,7 @@ static void finish(rp_cluster_node *node, rp_cluster_job *j, bool ack)
     if (node->inflight == 0 || node->inflight + refill_of(node) == node->max_inflight)
         pthread_cond_broadcast(&node->cond);
     pthread_mutex_unlock(&node->lock);
+    rp__job_free(j);
 }
 
 static void answer(rp_cluster_job *j, int code, const char *msg)
@@ -276,6 +323,7 @@ static void run_job(rp_job_ctx *ctx, void *arg)
     handler_entry h;
     if (atomic_load_explicit(&node->leaving, memory_order_acquire)) {
         pthread_mutex_lock(&node->lock);
+        live_unlink(node, j);
         j->next = node->handback;
         node->handback = j;
         node->inflight--;
@@ -338,11 +386,13 @@ static void dispatch(rp_cluster_node *node, const redisReply *raw)
     if (!j)
         return; /* stays pending: delivered again after a recovery */
     pthread_mutex_lock(&node->lock);
+    live_link(node, j);
     node->inflight++;
     pthread_mutex_unlock(&node->lock);
     if (rp_pool_submit(node->pool, run_job, j) < 0) {
         /* The pool refused (full, shut down): hand it back for others. */
         pthread_mutex_lock(&node->lock);
+        live_unlink(node, j);
         j->next = node->handback;
         node->handback = j;
         node->inflight--;
@@ -411,6 +461,52 @@ static void handle_read(rp_cluster_node *node, redisReply *r)
         dispatch(node, entries->element[i]);
 }
 
+/* One page of our own pending list from after id from (ids and fields):
+ * dispatch what we do not hold.  Returns the entries read, or -1; *last
+ * receives the page's last id. */
+static int reread_page(rp_cluster_node *node, const char *from, char *last, size_t cap)
+{
+    const char *av[] = {"XREADGROUP", "GROUP", "rp", node->id, "COUNT", "500",
+                        "STREAMS", node->k_inbox, from};
+    size_t al[9];
+    for (int i = 0; i < 9; i++)
+        al[i] = strlen(av[i]);
+    redisReply *r = rp__conn_cmd(&node->fetchc, 9, av, al);
+    const redisReply *entries = NULL;
+    int n = -1;
+    if (r && rp__read_entries(r, &entries) == 0) {
+        n = entries ? (int)entries->elements : 0;
+        for (int i = 0; i < n; i++) {
+            const redisReply *e = entries->element[i];
+            if (!e || e->type != REDIS_REPLY_ARRAY || e->elements != 2 || !e->element[0] ||
+                e->element[0]->type != REDIS_REPLY_STRING || e->element[0]->len >= cap)
+                continue;
+            snprintf(last, cap, "%s", e->element[0]->str);
+            pthread_mutex_lock(&node->lock);
+            bool held = holds(node, e->element[0]->str, e->element[0]->len);
+            pthread_mutex_unlock(&node->lock);
+            if (!held)
+                dispatch(node, e);
+        }
+    }
+    if (r)
+        freeReplyObject(r);
+    return n;
+}
+
+/* After (re)connecting: entries of our pending list that we do not hold
+ * were delivered by an XREADGROUP whose reply was lost (Redis died between
+ * running it and answering).  Nobody else would ever run them while this
+ * node lives, so they are dispatched now.  Acknowledgements go first, so
+ * a finished entry is on the ack list only if it finished since. */
+static void reread_own(rp_cluster_node *node)
+{
+    char from[48] = "0";
+    rp__flush_acks(node, &node->fetchc);
+    while (reread_page(node, from, from, sizeof from) == 500) {
+    }
+}
+
 /* One round trip: XACK + XDEL of what finished so far, then XREADGROUP. */
 static void fetch_once(rp_cluster_node *node, unsigned slots)
 {
@@ -421,10 +517,13 @@ static void fetch_once(rp_cluster_node *node, unsigned slots)
     size_t al[11];
     for (int i = 0; i < 11; i++)
         al[i] = strlen(av[i]);
+    bool was_up = node->fetchc.c != NULL;
     if (rp__conn_ensure(&node->fetchc) < 0) {
         rp__sleep_ms(50);
         return;
     }
+    if (!was_up)
+        reread_own(node);
     char **ids;
     size_t n = take_acks(node, &ids);
     bool acks = n > 0 && append_acks(node, &node->fetchc, ids, n) == 0;

@@ -45,6 +45,7 @@ struct rp_cluster_job {
     bool answered;
     bool failed;
     struct rp_cluster_job *next;   /* handback list */
+    struct rp_cluster_job *lprev, *lnext; /* the node's live list */
 };
 
 typedef struct pending_ask {
@@ -111,6 +112,7 @@ struct rp_cluster_node {
     char **acks;
     size_t nacks, cap_acks;
     rp_cluster_job *handback;
+    rp_cluster_job *live_jobs;     /* fetched, in the pool (not handed back) */
     pthread_t fetch_thr;
     bool fetch_running;
     rp__conn fetchc;

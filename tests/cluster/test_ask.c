@@ -129,8 +129,10 @@ Test(ask, ask__a_late_reply_is_discarded)
 {
     rp_cluster_node *c = client();
     rp_future *f;
-    /* The handler sleeps 400 ms; the ask gives up after 100 ms. */
-    cr_assert_eq(rp_cluster_ask_node(c, "a", "slow", "400", 3, 100, &f), 0);
+    /* The handler sleeps 2.5 s; the ask gives up after 1 s.  (The node
+     * does not start an ask whose deadline has passed, so the deadline must
+     * outlast the pickup even on a loaded machine.) */
+    cr_assert_eq(rp_cluster_ask_node(c, "a", "slow", "2500", 4, 1000, &f), 0);
     cr_assert_eq(rp_future_wait(f, 10000), 0);
     cr_assert_eq(rp_future_status(f), RP_FUTURE_FAILED);
     cr_assert_eq(rp_future_error(f)->code, RP_ETIMEDOUT);

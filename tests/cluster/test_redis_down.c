@@ -253,3 +253,37 @@ Test(down, acl__a_user_confined_to_its_prefix_is_refused_elsewhere, .init = clus
     cr_assert(strstr(rp_errmsg(), "AUTH"), "%s", rp_errmsg());
     redisFree(r);
 }
+
+Test(down, lost_read_reply__a_reconnected_node_runs_what_was_delivered_to_it, .init = cluster_setup)
+{
+    h_node n;
+    cr_assert_eq(h_node_start(&n, &redis, prefix, "a", NULL), 0);
+    rp_cluster_node *c = client();
+    tell(c, "a", "record", 1); /* once it ran, the node's fetching is up */
+    lines_arg first = {&n, 1, 1};
+    cr_assert(h_wait(has_lines, &first, 10000));
+    rp_cluster_leave(c);
+    redisContext *r = h_redis_connect(&redis);
+    /* Deliver an entry to consumer "a" the way a read whose reply was lost
+     * would: in one transaction, so the node's blocked read never sees it. */
+    freeReplyObject(h_cmd(r, "MULTI"));
+    freeReplyObject(h_cmd(r, "XADD %s:inbox:a * id x:1 h record p 777", prefix));
+    freeReplyObject(h_cmd(r, "XREADGROUP GROUP rp a COUNT 1 STREAMS %s:inbox:a >", prefix));
+    redisReply *x = h_cmd(r, "EXEC");
+    cr_assert(x && x->type == REDIS_REPLY_ARRAY && x->elements == 2);
+    freeReplyObject(x);
+    h_sleep_ms(300); /* a live node would have run it by now, were it told */
+    char *before = h_read_file(n.out, NULL);
+    cr_assert_str_eq(before, "1 1\n", "the node does not know it holds the entry");
+    free(before);
+    /* Its connections drop and come back: it re-reads its pending list. */
+    freeReplyObject(h_cmd(r, "CLIENT KILL TYPE normal SKIPME yes"));
+    lines_arg la = {&n, 1, 2};
+    cr_assert(h_wait(has_lines, &la, 10000), "the delivered entry runs after the reconnect");
+    char *out = h_read_file(n.out, NULL);
+    cr_assert_str_eq(out, "1 1\n777 1\n");
+    free(out);
+    redisFree(r);
+    cr_assert_eq(h_node_term(&n), 0);
+    h_node_cleanup(&n);
+}

@@ -625,9 +625,11 @@ Test(routers, consistent_hash_puts_a_keys_jobs_in_one_inbox_in_order)
     rp_cluster_router_destroy(r);
 }
 
-/* End to end.  The nodes run one routee each: the order a node runs a
- * key's jobs in is the node's (its pool's) business, see the report of
- * issue 19's routers; the router's part is one inbox, in order (above). */
+/* End to end.  The nodes run one routee each, so this checks the order
+ * the router and the transport keep (one inbox, FIFO, one runner).  On a
+ * node with several routees, running a key's jobs in order is the node's
+ * dispatch: it must hand them to its pool by key (rp_router_tell_key), or
+ * two routees may run them at once. */
 Test(routers, consistent_hash_keeps_each_key_on_one_node_in_order)
 {
     static const char *const one_routee[] = {"--routees", "1", NULL};

@@ -389,7 +389,12 @@ static void dispatch(rp_cluster_node *node, const redisReply *raw)
     live_link(node, j);
     node->inflight++;
     pthread_mutex_unlock(&node->lock);
-    if (rp_pool_submit(node->pool, run_job, j) < 0) {
+    size_t klen = 0;
+    const void *key = rp_cluster_job_key(j, &klen);
+    /* A key's entries run on one routee in inbox order (impl.h, keyed). */
+    int src = key && klen ? rp_router_tell_key(node->keyed, key, klen, run_job, j)
+                          : rp_pool_submit(node->pool, run_job, j);
+    if (src < 0) {
         /* The pool refused (full, shut down): hand it back for others. */
         pthread_mutex_lock(&node->lock);
         live_unlink(node, j);

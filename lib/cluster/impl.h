@@ -76,6 +76,9 @@ struct rp_cluster_node {
     char token[40];
     rp_pool *pool;
     rp_pool *own_pool;
+    /* Keyed entries go through a consistent-hash router on the pool, so a
+     * key's jobs run on one routee in inbox order (pinned, never stolen). */
+    rp_router *keyed;
     int heartbeat_ms, dead_after_ms;
     unsigned max_deliveries, max_inflight;
     size_t max_payload;

@@ -81,6 +81,7 @@ static void node_free(rp_cluster_node *node)
     free(node->k_dead);
     free(node->prefix);
     free_settings(&node->set);
+    rp_router_destroy(node->keyed); /* routers go before their pools */
     if (node->own_pool)
         rp_pool_destroy(node->own_pool);
     pthread_rwlock_destroy(&node->hlock);
@@ -234,6 +235,17 @@ static int connect_node(rp_cluster_node *node)
     return 0;
 }
 
+/* The router keyed entries run through (see impl.h, keyed). */
+static int keyed_router(rp_cluster_node *node)
+{
+    rp_router_options ro;
+    rp_router_options_init(&ro);
+    ro.name = "cluster-keyed";
+    ro.strategy = rp_strategy_consistent_hash(0);
+    int rc = rp_router_create(&node->keyed, node->pool, &ro);
+    return rc < 0 ? rp_error_set(rc, "rp_cluster_join: keyed router: %s", rp_errmsg()) : 0;
+}
+
 int rp_cluster_join(rp_cluster_node **out, rp_pool *pool, const rp_cluster_options *opts)
 {
     rp_cluster_options defaults;
@@ -266,6 +278,8 @@ int rp_cluster_join(rp_cluster_node **out, rp_pool *pool, const rp_cluster_optio
         if ((rc = rp_pool_create(&node->own_pool, &po)) < 0)
             goto fail;
     }
+    if (pool && (rc = keyed_router(node)) < 0)
+        goto fail;
     if ((rc = connect_node(node)) < 0 || (rc = start_threads(node)) < 0)
         goto fail;
     *out = node;

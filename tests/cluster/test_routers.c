@@ -625,28 +625,29 @@ Test(routers, consistent_hash_puts_a_keys_jobs_in_one_inbox_in_order)
     rp_cluster_router_destroy(r);
 }
 
-/* End to end.  The nodes run one routee each, so this checks the order
- * the router and the transport keep (one inbox, FIFO, one runner).  On a
- * node with several routees, running a key's jobs in order is the node's
- * dispatch: it must hand them to its pool by key (rp_router_tell_key), or
- * two routees may run them at once. */
-Test(routers, consistent_hash_keeps_each_key_on_one_node_in_order)
+/* End to end: 2 keys x per_key jobs through a consistent-hash router to 3
+ * nodes of `routees` routees each; each key's jobs run on one node, in
+ * order.  With one routee this checks the order the router and the
+ * transport keep (one inbox, FIFO, one runner); with several it also checks
+ * the node's dispatch, which hands keyed entries to its pool by key
+ * (rp_router_tell_key), so two routees never run one key's jobs at once. */
+static void keys_in_order(const char *routees, int per_key)
 {
-    static const char *const one_routee[] = {"--routees", "1", NULL};
+    const char *const args[] = {"--routees", routees, NULL};
     rp_cluster_router *r;
     char payload[32], *files[3];
 
-    start_nodes_with(3, one_routee);
+    start_nodes_with(3, args);
     r = make_router(RP_CLUSTER_ROUTER_CONSISTENT_HASH, 0);
     wait_size(r, 3);
-    for (int seq = 0; seq < 5; seq++)
+    for (int seq = 0; seq < per_key; seq++)
         for (int k = 0; k < 2; k++) {
             const char *key = k ? "user-42" : "user-7";
             snprintf(payload, sizeof payload, "%s#%d", key, seq);
             cr_assert_eq(rp_cluster_tell_key(r, key, strlen(key), "record", payload, strlen(payload)),
                          0, "%s", rp_errmsg());
         }
-    wait_lines(3, 10);
+    wait_lines(3, 2 * per_key);
     read_files(files, 3);
     for (int k = 0; k < 2; k++) {
         const char *key = k ? "user-42" : "user-7";
@@ -657,7 +658,7 @@ Test(routers, consistent_hash_keeps_each_key_on_one_node_in_order)
         owner = owner_of(files, 3, needle);
         cr_assert_geq(owner, 0, "%s's jobs ran on %s", key, owner == -2 ? "several nodes" : "none");
         p = files[owner];
-        for (int seq = 0; seq < 5; seq++) {
+        for (int seq = 0; seq < per_key; seq++) {
             snprintf(needle, sizeof needle, "%s#%d ", key, seq);
             cr_assert_not_null(p = strstr(p, needle), "%s out of order on %s", needle,
                                nodes[owner].id);
@@ -665,6 +666,16 @@ Test(routers, consistent_hash_keeps_each_key_on_one_node_in_order)
     }
     free_files(files, 3);
     rp_cluster_router_destroy(r);
+}
+
+Test(routers, consistent_hash_keeps_each_key_on_one_node_in_order)
+{
+    keys_in_order("1", 5);
+}
+
+Test(routers, consistent_hash_keeps_key_order_on_nodes_with_several_routees)
+{
+    keys_in_order("4", 200);
 }
 
 /* Send "<round>:<k>" for 4000 keys; return each key's node (index). */

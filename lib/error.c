@@ -53,6 +53,15 @@ int rp__fail(int code, const char *fmt, ...)
     return code;
 }
 
+int rp_error_set(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
 void rp__log(rp_log_fn fn, void *user, int level, const char *fmt, ...)
 {
     static const char *const names[] = {"debug", "info", "warning", "error"};

@@ -81,7 +81,19 @@ Test(error_codes, names_and_descriptions_match_the_list, .timeout = 10)
     count++;
     RP_ERROR_LIST(CHECK_CODE)
 #undef CHECK_CODE
-    cr_assert_eq(count, 18, "the list has %d codes", count);
+    cr_assert_eq(count, 21, "the list has %d codes", count);
+}
+
+Test(error_codes, rp_error_set_returns_the_code_and_sets_the_thread_message, .timeout = 10)
+{
+    cr_assert_eq(rp_error_set(RP_EUNAVAILABLE, "rp_cluster_x: opts.%s is %d", "field", 7),
+                 RP_EUNAVAILABLE);
+    cr_assert_str_eq(rp_errmsg(), "rp_cluster_x: opts.field is 7");
+    char longer[400];
+    memset(longer, 'x', sizeof longer - 1);
+    longer[sizeof longer - 1] = '\0';
+    cr_assert_eq(rp_error_set(RP_EINVAL, "%s", longer), RP_EINVAL);
+    cr_assert_eq(strlen(rp_errmsg()), 255, "truncated, never overflowing");
 }
 
 Test(error_codes, every_code_is_distinct_and_negative_except_ok, .timeout = 10)

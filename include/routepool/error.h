@@ -33,7 +33,10 @@ extern "C" {
     X(ENOREPLY, -14, "job returned without replying to its ask")            \
     X(ECANCELLED, -15, "cancelled: another routee won the scatter")         \
     X(EAGGREGATE, -16, "every routee of the scatter failed")                \
-    X(EEXPIRED, -17, "ask expired before its job started")
+    X(EEXPIRED, -17, "ask expired before its job started")                 \
+    X(EEXIST, -18, "already exists (e.g. a live cluster node has this id)") \
+    X(EUNAVAILABLE, -19, "cluster unavailable: Redis cannot be reached")    \
+    X(ENOHANDLER, -20, "no handler registered under that name")
 
 /** Error codes.  Every public function documents which of these it returns. */
 typedef enum rp_errcode {
@@ -72,6 +75,23 @@ const char *rp_err_name(int code);
  * Thread-safe (each thread has its own message).
  */
 const char *rp_errmsg(void);
+
+/**
+ * Set the calling thread's rp_errmsg() detail and return code: for
+ * libraries built on routepool's public API (libroutepool-cluster), so
+ * their failing calls report the same way the core's do.
+ *
+ * @param code  returned unchanged (normally a negative RP_E* code).
+ * @param fmt   printf format (never data: pass data through "%s");
+ *              the message is truncated to 255 bytes.
+ * @return code.
+ * Thread-safe (each thread has its own message).
+ */
+int rp_error_set(int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,13 @@
 #include "routepool/scatter.h"
 #include "routepool/metrics.h"
 #include "routepool/trace.h"
+/* The cluster library's header is installed only when libroutepool-cluster
+ * is built; link routepool-cluster to use it. */
+#if defined(__has_include)
+#if __has_include("routepool/cluster.h")
+#include "routepool/cluster.h"
+#endif
+#endif
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/cluster_redis.h - what the cluster benchmarks share: a hiredis
+ * connection from an address string, Redis's own CPU time (INFO CPU), and
+ * the "key=value" result files through which bench/run hands one peer's
+ * numbers (BullMQ, the streams floor) to rp-bench-cluster for same-run
+ * ratios.
+ *
+ * Replies are checked for type before use, as everything read from a
+ * server is (docs/cluster.md, "Bad input"); a connection error is reported
+ * on stderr with the address, never silently retried: a benchmark that
+ * lost its server has no number to give.
+ */
+#ifndef RP_BENCH_CLUSTER_REDIS_H
+#define RP_BENCH_CLUSTER_REDIS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <hiredis.h>
+
+/**
+ * Connect to addr: "HOST:PORT", or a unix socket path (anything with a
+ * '/'), with connect and command timeouts of timeout_ms.
+ * @return the context (free with redisFree()), or NULL with a message on
+ *         stderr.
+ */
+redisContext *cr_connect(const char *addr, int timeout_ms);
+
+/** Redis's used_cpu_sys + used_cpu_user in seconds, or -1 on error. */
+double cr_redis_cpu_s(redisContext *c);
+
+/** Run a command that must not fail (argv form); false with a message on
+ *  stderr naming what when the reply is missing or an error. */
+bool cr_command_ok(redisContext *c, const char *what, int argc, const char **argv);
+
+/** Append "key=value\n" to the file at path (NULL: nothing). */
+void cr_kv_write(const char *path, const char *key, double value);
+
+/**
+ * Read key's value from a "key=value" file.
+ * @return true when found and numeric; false otherwise (out untouched).
+ */
+bool cr_kv_read(const char *path, const char *key, double *out);
+
+#endif /* RP_BENCH_CLUSTER_REDIS_H */

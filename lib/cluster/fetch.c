@@ -1,0 +1,635 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fetch.c - a member's fetch thread, its jobs, handlers, acknowledgements.
+ *
+ * Bounded prefetch: the fetch thread asks XREADGROUP for exactly the free
+ * slots (max_inflight minus the entries fetched and not finished), so the
+ * backlog stays in Redis where a survivor can claim it.  With no free
+ * slot it sleeps on the node's condition variable until a job finishes.
+ * Finished entries are acknowledged in batches: one XACK and one XDEL for
+ * every id collected, pipelined with the next XREADGROUP (one round
+ * trip).  Ids whose acknowledgement could not be sent (Redis down) stay
+ * on the list and go with the next batch.
+ *
+ * A job runs only if the node is not leaving when a routee reaches it;
+ * otherwise it goes to the handback list and rp_cluster_leave() moves it
+ * to a live member, unrun.  An entry that cannot be decoded is
+ * acknowledged (so it never comes back), counted as malformed and logged
+ * without its bytes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "impl.h"
+
+/* ---- handlers ---- */
+
+int rp_cluster_handle(rp_cluster_node *node, const char *name,
+                      rp_cluster_handler_fn fn, void *user)
+{
+    if (!node || !name || !fn || !node->pool)
+        return rp_error_set(RP_EINVAL, "rp_cluster_handle: %s",
+                            !node ? "node is NULL" : !name ? "name is NULL"
+                            : !fn ? "fn is NULL" : "node is client-only");
+    if (!rp__valid_name(name, strlen(name), RP_CLUSTER_HANDLER_MAX))
+        return rp_error_set(RP_EINVAL, "rp_cluster_handle: name must be 1..%u printable bytes",
+                            RP_CLUSTER_HANDLER_MAX);
+    pthread_rwlock_wrlock(&node->hlock);
+    for (size_t i = 0; i < node->nhandlers; i++) {
+        if (strcmp(node->handlers[i].name, name) == 0) {
+            node->handlers[i].fn = fn;
+            node->handlers[i].user = user;
+            pthread_rwlock_unlock(&node->hlock);
+            return 0;
+        }
+    }
+    handler_entry *h = realloc(node->handlers, (node->nhandlers + 1) * sizeof *h);
+    char *copy = strdup(name);
+    if (!h || !copy) {
+        if (h)
+            node->handlers = h;
+        free(copy);
+        pthread_rwlock_unlock(&node->hlock);
+        return rp_error_set(RP_ENOMEM, "rp_cluster_handle: out of memory");
+    }
+    node->handlers = h;
+    h[node->nhandlers++] = (handler_entry){copy, fn, user};
+    pthread_rwlock_unlock(&node->hlock);
+    return 0;
+}
+
+static bool find_handler(rp_cluster_node *node, const char *name, handler_entry *out)
+{
+    bool ok = false;
+    pthread_rwlock_rdlock(&node->hlock);
+    for (size_t i = 0; i < node->nhandlers && !ok; i++)
+        if (strcmp(node->handlers[i].name, name) == 0) {
+            *out = node->handlers[i];
+            ok = true;
+        }
+    pthread_rwlock_unlock(&node->hlock);
+    return ok;
+}
+
+/* ---- job records ---- */
+
+void rp__job_free(rp_cluster_job *j)
+{
+    if (!j)
+        return;
+    free(j->sid);
+    free(j);
+}
+
+static char *dup_bytes(rp__bytes b, size_t *len)
+{
+    char *p = malloc(b.len + 1);
+    if (p) {
+        if (b.len)
+            memcpy(p, b.p, b.len);
+        p[b.len] = '\0';
+    }
+    if (len)
+        *len = b.len;
+    return p;
+}
+
+/* Copy b NUL-terminated to *at (advancing it); NULL when b is absent. */
+static char *pack(char **at, rp__bytes b, size_t *len)
+{
+    *len = b.len;
+    if (!b.p)
+        return NULL;
+    char *p = *at;
+    if (b.len)
+        memcpy(p, b.p, b.len);
+    p[b.len] = '\0';
+    *at += b.len + 1;
+    return p;
+}
+
+/* One allocation holds the record and its fields' copies (the reply they
+ * came from is freed at once); the stream id is its own, since the
+ * acknowledgement list takes it over when the job is done. */
+static rp_cluster_job *job_from(rp_cluster_node *node, const rp__entry *e)
+{
+    size_t n = sizeof(rp_cluster_job) + e->id.len + e->h.len + e->p.len + e->k.len +
+               e->r.len + e->o.len + e->hist.len + 7;
+    rp_cluster_job *j = calloc(1, n);
+    if (!j)
+        return NULL;
+    char *at = (char *)(j + 1);
+    j->node = node;
+    j->id = pack(&at, e->id, &j->id_len);
+    j->h = pack(&at, e->h, &j->h_len);
+    j->p = pack(&at, e->p, &j->p_len);
+    j->k = pack(&at, e->k, &j->k_len);
+    j->r = pack(&at, e->r, &j->r_len);
+    j->o = pack(&at, e->o, &j->o_len);
+    j->hist = pack(&at, e->hist, &j->hist_len);
+    j->corr = e->corr;
+    j->deadline_ms = e->deadline_ms;
+    j->deliveries = (unsigned)e->prev_deliveries + 1;
+    if (!(j->sid = dup_bytes(e->sid, NULL))) {
+        free(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* ---- acknowledgements ---- */
+
+/* Under node->lock. */
+static void push_ack_locked(rp_cluster_node *node, char *sid)
+{
+    if (node->nacks == node->cap_acks) {
+        size_t cap = node->cap_acks ? node->cap_acks * 2 : 64;
+        char **a = realloc(node->acks, cap * sizeof *a);
+        if (!a) {
+            /* Unacknowledged, the entry stays pending: a later recovery
+             * delivers it again (a duplicate, never a loss). */
+            free(sid);
+            return;
+        }
+        node->acks = a;
+        node->cap_acks = cap;
+    }
+    node->acks[node->nacks++] = sid;
+}
+
+void rp__push_ack(rp_cluster_node *node, char *sid)
+{
+    pthread_mutex_lock(&node->lock);
+    push_ack_locked(node, sid);
+    pthread_mutex_unlock(&node->lock);
+}
+
+/* Takes the list; returns its length. */
+static size_t take_acks(rp_cluster_node *node, char ***ids)
+{
+    pthread_mutex_lock(&node->lock);
+    size_t n = node->nacks;
+    *ids = node->acks;
+    node->acks = NULL;
+    node->nacks = node->cap_acks = 0;
+    pthread_mutex_unlock(&node->lock);
+    return n;
+}
+
+/* Append XACK and XDEL for ids[0..n) (argv: command, key, [group], ids). */
+static int append_acks(rp_cluster_node *node, rp__conn *k, char **ids, size_t n)
+{
+    const char **av = malloc((n + 3) * sizeof *av);
+    size_t *al = malloc((n + 3) * sizeof *al);
+    int rc = RP_ENOMEM;
+    if (av && al) {
+        av[0] = "XACK", al[0] = 4;
+        av[1] = node->k_inbox, al[1] = strlen(node->k_inbox);
+        av[2] = "rp", al[2] = 2;
+        for (size_t i = 0; i < n; i++)
+            av[i + 3] = ids[i], al[i + 3] = strlen(ids[i]);
+        rc = rp__conn_append(k, (int)n + 3, av, al);
+        /* XDEL key id...: the same ids, one place to the left. */
+        av[0] = "XDEL", al[0] = 4;
+        memmove(av + 2, av + 3, n * sizeof *av);
+        memmove(al + 2, al + 3, n * sizeof *al);
+        if (rc == 0)
+            rc = rp__conn_append(k, (int)n + 2, av, al);
+    }
+    free(av);
+    free(al);
+    return rc;
+}
+
+static void give_back_acks(rp_cluster_node *node, char **ids, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        rp__push_ack(node, ids[i]);
+    free(ids);
+}
+
+/* Read the two replies of a pipelined XACK + XDEL; false when the
+ * connection broke (the ids then go back on the list). */
+static bool ack_replies(rp_cluster_node *node, rp__conn *k)
+{
+    redisReply *a = rp__conn_get_reply(k);
+    redisReply *d = a ? rp__conn_get_reply(k) : NULL;
+    if (a && a->type == REDIS_REPLY_INTEGER)
+        BUMPN(node, acked, (uint64_t)a->integer);
+    bool ok = a && d;
+    if (a)
+        freeReplyObject(a);
+    if (d)
+        freeReplyObject(d);
+    return ok;
+}
+
+void rp__flush_acks(rp_cluster_node *node, rp__conn *k)
+{
+    char **ids;
+    size_t n = take_acks(node, &ids);
+    if (n == 0) {
+        free(ids);
+        return;
+    }
+    if (append_acks(node, k, ids, n) != 0 || !ack_replies(node, k)) {
+        give_back_acks(node, ids, n);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
+    free(ids);
+}
+
+/* ---- running a job ---- */
+
+/* Free slots the fetch thread waits for once the node is full. */
+static unsigned refill_of(const rp_cluster_node *node)
+{
+    return node->max_inflight / 4 ? node->max_inflight / 4 : 1;
+}
+
+/* ---- the live list: every fetched entry not finished nor handed back is
+ * on it, so re-reading our own pending list (after a reconnect) can tell
+ * the entries we hold from those whose delivery never reached us.  All
+ * under node->lock. ---- */
+
+static void live_link(rp_cluster_node *node, rp_cluster_job *j)
+{
+    j->lprev = NULL;
+    j->lnext = node->live_jobs;
+    if (node->live_jobs)
+        node->live_jobs->lprev = j;
+    node->live_jobs = j;
+}
+
+static void live_unlink(rp_cluster_node *node, rp_cluster_job *j)
+{
+    if (j->lprev)
+        j->lprev->lnext = j->lnext;
+    else
+        node->live_jobs = j->lnext;
+    if (j->lnext)
+        j->lnext->lprev = j->lprev;
+}
+
+/* Under node->lock: true when sid is an entry this node holds. */
+static bool holds(const rp_cluster_node *node, const char *sid, size_t len)
+{
+    for (const rp_cluster_job *j = node->live_jobs; j; j = j->lnext)
+        if (strlen(j->sid) == len && memcmp(j->sid, sid, len) == 0)
+            return true;
+    for (const rp_cluster_job *j = node->handback; j; j = j->next)
+        if (strlen(j->sid) == len && memcmp(j->sid, sid, len) == 0)
+            return true;
+    for (size_t i = 0; i < node->nacks; i++)
+        if (strlen(node->acks[i]) == len && memcmp(node->acks[i], sid, len) == 0)
+            return true;
+    return false;
+}
+
+/* The record goes as the acknowledgement takes its place: at no moment is
+ * a held entry on neither list. */
+static void finish(rp_cluster_node *node, rp_cluster_job *j, bool ack)
+{
+    pthread_mutex_lock(&node->lock);
+    live_unlink(node, j);
+    if (ack) {
+        push_ack_locked(node, j->sid);
+        j->sid = NULL;
+    }
+    node->inflight--;
+    /* Wake the fetch thread only when it can act (a refill's worth is
+     * free, see wait_slots()) and a leave when nothing is in flight: a
+     * wake-up per job would cost a futex call and a context switch each. */
+    if (node->inflight == 0 || node->inflight + refill_of(node) == node->max_inflight)
+        pthread_cond_broadcast(&node->cond);
+    pthread_mutex_unlock(&node->lock);
+    rp__job_free(j);
+}
+
+static void answer(rp_cluster_job *j, int code, const char *msg)
+{
+    if (j->r && !j->answered) {
+        j->answered = true;
+        rp__send_reply(j->node, j->r, j->r_len, j->corr, code, -1, msg, NULL, 0);
+    }
+}
+
+static void run_job(rp_job_ctx *ctx, void *arg)
+{
+    rp_cluster_job *j = arg;
+    rp_cluster_node *node = j->node;
+    handler_entry h;
+    if (atomic_load_explicit(&node->leaving, memory_order_acquire)) {
+        pthread_mutex_lock(&node->lock);
+        live_unlink(node, j);
+        j->next = node->handback;
+        node->handback = j;
+        node->inflight--;
+        pthread_cond_broadcast(&node->cond);
+        pthread_mutex_unlock(&node->lock);
+        return;
+    }
+    j->ctx = ctx;
+    if (j->deliveries > 1)
+        BUMP(node, duplicates);
+    if (j->r && j->deadline_ms && rp__server_now_ms(node) > j->deadline_ms) {
+        BUMP(node, expired);
+    } else if (!find_handler(node, j->h, &h)) {
+        BUMP(node, no_handler);
+        rp__node_logf(node, RP_LOG_WARN, "job %s: no handler \"%s\"", j->id, j->h);
+        answer(j, RP_ENOHANDLER, "no handler registered under that name");
+    } else {
+        h.fn(j, h.user);
+        if (j->failed)
+            BUMP(node, failed);
+        answer(j, RP_ENOREPLY, "handler returned without replying to its ask");
+    }
+    finish(node, j, true);
+}
+
+/* ---- fetching ---- */
+
+static void malformed(rp_cluster_node *node, const rp__entry *e, const char *why)
+{
+    BUMP(node, malformed);
+    rp__node_logf(node, RP_LOG_WARN, "malformed entry %.*s in %s: %s",
+                  (int)(e->sid.p ? e->sid.len : 1), e->sid.p ? e->sid.p : "?",
+                  node->k_inbox, why);
+}
+
+static void ack_sid(rp_cluster_node *node, rp__bytes sid)
+{
+    char *s = dup_bytes(sid, NULL);
+    if (s)
+        rp__push_ack(node, s);
+}
+
+static void dispatch(rp_cluster_node *node, const redisReply *raw)
+{
+    rp__entry e;
+    const char *why;
+    int rc = rp__entry_decode(raw, node->max_payload, &e, &why);
+    BUMP(node, fetched);
+    if (rc == RP__ENTRY_NOID) {
+        malformed(node, &e, why);
+        return;
+    }
+    if (rc != RP__ENTRY_OK) {
+        if (rc == RP__ENTRY_MALFORMED)
+            malformed(node, &e, why);
+        ack_sid(node, e.sid);
+        return;
+    }
+    rp_cluster_job *j = job_from(node, &e);
+    if (!j)
+        return; /* stays pending: delivered again after a recovery */
+    pthread_mutex_lock(&node->lock);
+    live_link(node, j);
+    node->inflight++;
+    pthread_mutex_unlock(&node->lock);
+    size_t klen = 0;
+    const void *key = rp_cluster_job_key(j, &klen);
+    /* A key's entries run on one routee in inbox order (impl.h, keyed). */
+    int src = key && klen ? rp_router_tell_key(node->keyed, key, klen, run_job, j)
+                          : rp_pool_submit(node->pool, run_job, j);
+    if (src < 0) {
+        /* The pool refused (full, shut down): hand it back for others. */
+        pthread_mutex_lock(&node->lock);
+        live_unlink(node, j);
+        j->next = node->handback;
+        node->handback = j;
+        node->inflight--;
+        pthread_mutex_unlock(&node->lock);
+    }
+}
+
+/* Wait for free slots (or stop); returns the free slots, 0 to stop.  Once
+ * full it waits for a quarter of max_inflight to free up, so a busy node
+ * fetches (and acknowledges) in batches instead of one entry per job. */
+static unsigned wait_slots(rp_cluster_node *node)
+{
+    unsigned free_slots = 0, refill = refill_of(node);
+    pthread_mutex_lock(&node->lock);
+    while (!node->stopping) {
+        if (node->started && node->inflight + refill <= node->max_inflight && !node->handback) {
+            free_slots = node->max_inflight - node->inflight;
+            break;
+        }
+        if (node->handback && node->started) {
+            /* Refused by the pool: requeue them unrun, then continue. */
+            rp_cluster_job *j = node->handback;
+            node->handback = NULL;
+            pthread_mutex_unlock(&node->lock);
+            while (j) {
+                rp_cluster_job *next = j->next;
+                rp__requeue_job(node, &node->fetchc, j);
+                rp__job_free(j);
+                j = next;
+            }
+            pthread_mutex_lock(&node->lock);
+            continue;
+        }
+        pthread_cond_wait(&node->cond, &node->lock);
+    }
+    pthread_mutex_unlock(&node->lock);
+    return free_slots;
+}
+
+static bool is_nogroup(const redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_ERROR && r->str && strncmp(r->str, "NOGROUP", 7) == 0;
+}
+
+static void handle_read(rp_cluster_node *node, redisReply *r)
+{
+    const redisReply *entries;
+    if (is_nogroup(r)) {
+        /* The inbox was deleted (FLUSHALL, a restart without persistence):
+         * make the group again; entries already there are read from 0. */
+        rp__node_logf(node, RP_LOG_WARN, "NOGROUP on %s: re-creating the group", node->k_inbox);
+        rp__ensure_group(node, &node->fetchc);
+        return;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        rp__node_logf(node, RP_LOG_WARN, "XREADGROUP: %.200s", r->str ? r->str : "?");
+        rp__sleep_ms(100);
+        return;
+    }
+    if (rp__read_entries(r, &entries) < 0) {
+        BUMP(node, malformed);
+        rp__node_logf(node, RP_LOG_WARN, "XREADGROUP reply of an unexpected shape");
+        return;
+    }
+    for (size_t i = 0; entries && i < entries->elements; i++)
+        dispatch(node, entries->element[i]);
+}
+
+/* One page of our own pending list from after id from (ids and fields):
+ * dispatch what we do not hold.  Returns the entries read, or -1; *last
+ * receives the page's last id. */
+static int reread_page(rp_cluster_node *node, const char *from, char *last, size_t cap)
+{
+    const char *av[] = {"XREADGROUP", "GROUP", "rp", node->id, "COUNT", "500",
+                        "STREAMS", node->k_inbox, from};
+    size_t al[9];
+    for (int i = 0; i < 9; i++)
+        al[i] = strlen(av[i]);
+    redisReply *r = rp__conn_cmd(&node->fetchc, 9, av, al);
+    const redisReply *entries = NULL;
+    int n = -1;
+    if (r && rp__read_entries(r, &entries) == 0) {
+        n = entries ? (int)entries->elements : 0;
+        for (int i = 0; i < n; i++) {
+            const redisReply *e = entries->element[i];
+            if (!e || e->type != REDIS_REPLY_ARRAY || e->elements != 2 || !e->element[0] ||
+                e->element[0]->type != REDIS_REPLY_STRING || e->element[0]->len >= cap)
+                continue;
+            snprintf(last, cap, "%s", e->element[0]->str);
+            pthread_mutex_lock(&node->lock);
+            bool held = holds(node, e->element[0]->str, e->element[0]->len);
+            pthread_mutex_unlock(&node->lock);
+            if (!held)
+                dispatch(node, e);
+        }
+    }
+    if (r)
+        freeReplyObject(r);
+    return n;
+}
+
+/* After (re)connecting: entries of our pending list that we do not hold
+ * were delivered by an XREADGROUP whose reply was lost (Redis died between
+ * running it and answering).  Nobody else would ever run them while this
+ * node lives, so they are dispatched now.  Acknowledgements go first, so
+ * a finished entry is on the ack list only if it finished since. */
+static void reread_own(rp_cluster_node *node)
+{
+    char from[48] = "0";
+    rp__flush_acks(node, &node->fetchc);
+    while (reread_page(node, from, from, sizeof from) == 500) {
+    }
+}
+
+/* One round trip: XACK + XDEL of what finished so far, then XREADGROUP. */
+static void fetch_once(rp_cluster_node *node, unsigned slots)
+{
+    char count[16];
+    snprintf(count, sizeof count, "%u", slots);
+    const char *av[] = {"XREADGROUP", "GROUP", "rp", node->id, "COUNT", count,
+                        "BLOCK", "100", "STREAMS", node->k_inbox, ">"};
+    size_t al[11];
+    for (int i = 0; i < 11; i++)
+        al[i] = strlen(av[i]);
+    bool was_up = node->fetchc.c != NULL;
+    if (rp__conn_ensure(&node->fetchc) < 0) {
+        rp__sleep_ms(50);
+        return;
+    }
+    if (!was_up)
+        reread_own(node);
+    char **ids;
+    size_t n = take_acks(node, &ids);
+    bool acks = n > 0 && append_acks(node, &node->fetchc, ids, n) == 0;
+    bool ok = rp__conn_append(&node->fetchc, 11, av, al) == 0;
+    if (acks && !(ok && ack_replies(node, &node->fetchc)))
+        acks = false, ok = false;
+    if (n && !acks) {
+        give_back_acks(node, ids, n);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            free(ids[i]);
+        free(ids);
+    }
+    redisReply *r = ok ? rp__conn_get_reply(&node->fetchc) : NULL;
+    if (!r) {
+        rp__conn_drop(&node->fetchc);
+        rp__sleep_ms(50);
+        return;
+    }
+    handle_read(node, r);
+    freeReplyObject(r);
+}
+
+void *rp__fetch_main(void *arg)
+{
+    rp_cluster_node *node = arg;
+    unsigned slots;
+    while ((slots = wait_slots(node)) > 0)
+        fetch_once(node, slots);
+    if (rp__conn_ensure(&node->fetchc) == 0)
+        rp__flush_acks(node, &node->fetchc);
+    return NULL;
+}
+
+/* ---- the handler's view ---- */
+
+const void *rp_cluster_job_payload(const rp_cluster_job *job, size_t *len)
+{
+    if (len)
+        *len = job ? job->p_len : 0;
+    return job ? job->p : NULL;
+}
+
+const char *rp_cluster_job_id(const rp_cluster_job *job)
+{
+    return job ? job->id : NULL;
+}
+
+const char *rp_cluster_job_handler(const rp_cluster_job *job)
+{
+    return job ? job->h : NULL;
+}
+
+const void *rp_cluster_job_key(const rp_cluster_job *job, size_t *len)
+{
+    if (len)
+        *len = job && job->k ? job->k_len : 0;
+    return job ? job->k : NULL;
+}
+
+unsigned rp_cluster_job_deliveries(const rp_cluster_job *job)
+{
+    return job ? job->deliveries : 0;
+}
+
+bool rp_cluster_job_duplicate(const rp_cluster_job *job)
+{
+    return job && job->deliveries > 1;
+}
+
+bool rp_cluster_job_is_ask(const rp_cluster_job *job)
+{
+    return job && job->r != NULL;
+}
+
+rp_job_ctx *rp_cluster_job_ctx(rp_cluster_job *job)
+{
+    return job ? job->ctx : NULL;
+}
+
+int rp_cluster_job_reply(rp_cluster_job *job, const void *data, size_t len)
+{
+    if (!job || !job->r || job->answered || (len && !data) || len > job->node->max_payload)
+        return rp_error_set(RP_EINVAL, "rp_cluster_job_reply: %s",
+                            !job ? "job is NULL" : !job->r ? "the job is a tell, not an ask"
+                            : job->answered ? "the ask was already answered"
+                            : len && !data ? "data is NULL" : "len is over max_payload");
+    job->answered = true;
+    return rp__send_reply(job->node, job->r, job->r_len, job->corr, 0,
+                          job->ctx ? rp_job_routee(job->ctx) : -1, NULL, data, len);
+}
+
+int rp_cluster_job_fail(rp_cluster_job *job, int code, const char *message)
+{
+    if (!job || job->answered || job->failed)
+        return rp_error_set(RP_EINVAL, "rp_cluster_job_fail: %s",
+                            !job ? "job is NULL" : "the job was already answered");
+    job->failed = true;
+    if (!job->r)
+        return 0;
+    job->answered = true;
+    return rp__send_reply(job->node, job->r, job->r_len, job->corr, code >= 0 ? RP_EINVAL : code,
+                          job->ctx ? rp_job_routee(job->ctx) : -1, message, NULL, 0);
+}

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * routers.h - the cluster router's internals shared by routers.c and
+ * cscatter.c.  Private.
+ *
+ * A router holds a reference-counted snapshot of the live nodes: the node
+ * ids (sorted), one foreign routee per node and a core group router over
+ * them.  A call takes a reference for its whole duration (snap_get/put
+ * under r->mu), so a membership change that swaps the snapshot never frees
+ * routees a concurrent call is using: the old snapshot goes when its last
+ * user drops it.
+ *
+ * Lock order: refresh_mu (one refresh at a time: the refresh connection and
+ * the least-used sync), then r->mu (the current snapshot pointer and the
+ * reference counts), then the depth cache's lock.  The scatter lock
+ * (cscatter.c) is taken alone.  No lock is held while a future completes
+ * or a callback of the user runs.
+ */
+#ifndef RP_CLUSTER_ROUTERS_H
+#define RP_CLUSTER_ROUTERS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "depth.h"
+#include "node.h"
+#include "rendezvous.h"
+#include "routers_conn.h"
+#include "routepool/router.h"
+#include "routepool/scatter.h"
+
+typedef struct rp_cluster_router rp_cluster_router;
+struct rp__cscatter;
+
+/** One live node as the router's foreign routee sees it. */
+typedef struct rp__cnode {
+    char id[RP_CLUSTER_ID_MAX + 1];
+    rp_cluster_router *r;
+    rp_routee *routee;      /* its foreign routee (stopped once it is gone) */
+} rp__cnode;
+
+/** The live nodes at one refresh. */
+typedef struct rp__csnap {
+    int refs;               /* under r->mu; the router holds one */
+    size_t n;
+    rp__cnode *nodes;       /* sorted by id */
+    const char **ids;       /* ids[i] = nodes[i].id (for rendezvous) */
+    rp_routee **routees;    /* one foreign routee per node */
+    rp_router *router;      /* group router over routees; NULL when n is 0 */
+    rp__rendezvous rv;
+} rp__csnap;
+
+/** Counters of the router's scatters (rp_scatter_stats' layout). */
+typedef struct rp__cscatter_stats {
+    _Atomic uint64_t resolved[RP_SCATTER_OUTCOMES];
+    _Atomic uint64_t buckets[RP_SCATTER_LATENCY_BUCKETS + 1];
+    _Atomic uint64_t latency_count, latency_sum_ns;
+} rp__cscatter_stats;
+
+struct rp_cluster_router {
+    char name[RP_ROUTER_NAME_MAX + 1];
+    rp_cluster_node *node;
+    rp_cluster_router_kind kind;
+    uint64_t seed;
+    int refresh_ms;
+    int member_timeout_ms;
+    double scatter_timeout_ms;
+    char depth_key[RP_CLUSTER_PREFIX_MAX + 8];
+
+    pthread_mutex_t refresh_mu; /* one refresh at a time (conn, lu sync) */
+    rp__rconn conn;
+    rp__depth_cache cache;
+    rp_least_used *lu;          /* LEAST_USED only */
+    bool lu_sync;
+
+    pthread_mutex_t mu;         /* cur, refcounts, stop */
+    pthread_cond_t cv;          /* wakes the refresh thread to stop */
+    rp__csnap *cur;
+    bool stop;
+    bool thread_started;
+    pthread_t thread;
+
+    struct rp__cscatter *open;  /* open scatters (under the scatter lock) */
+    rp__cscatter_stats sg;
+};
+
+/** Take / drop a reference on the current snapshot. */
+rp__csnap *rp__csnap_get(rp_cluster_router *r);
+void rp__csnap_put(rp_cluster_router *r, rp__csnap *s);
+
+/** A job's route through the core router: what the foreign routee's send
+ *  callback does with it.  Lives on the caller's stack for the call. */
+enum { RP__COP_TELL, RP__COP_ASK, RP__COP_BATCH, RP__COP_SCATTER };
+
+typedef struct rp__creq {
+    int op;
+    const char *fn;              /* the public function, for messages */
+    const rp__cluster_msg *msgs; /* one (tell, ask, scatter) or n (batch) */
+    int timeout_ms;              /* ask */
+    rp_future *future;           /* ask: the future made */
+    int rc;                      /* first failure (0: none) */
+    bool departed;               /* the last send found its node gone */
+    bool retry;                  /* route again: the chosen node was gone */
+    bool resnap;                 /* route again on the current snapshot */
+    size_t sent;                 /* copies stored (tell, broadcast) */
+    const char **targets;        /* batch: targets[k] for batch_msgs[k] */
+    rp__cluster_msg *batch_msgs;
+    size_t k, cap;               /* batch entries so far, room */
+    struct rp__cscatter *sc;     /* scatter */
+} rp__creq;
+
+/** The arg of one routed job: its request and its index in a batch. */
+typedef struct rp__cjob {
+    rp__creq *req;
+    size_t i;
+} rp__cjob;
+
+/** Route job through s's core router: broadcast when fanout, keyed when
+ *  key is set.  Returns the call's code (the request's first failure). */
+int rp__croute(rp_cluster_router *r, rp__csnap *s, rp__cjob *job, bool fanout);
+
+/** Pick a node for each of req->msgs[0..n-1] through s's core router
+ *  (rp_router_tell_batch), collecting (target, msg) pairs into
+ *  req->targets / req->batch_msgs; sends nothing.  0, RP_ENOMEM. */
+int rp__croute_batch(rp_cluster_router *r, rp__csnap *s, rp__creq *req, size_t n);
+
+/* cscatter.c */
+/** Ask node target as scatter member (called by the send callback in
+ *  scatter order).  Returns 0 (a failed send becomes a failed member). */
+int rp__cscatter_send(struct rp__cscatter *sc, rp_cluster_node *node, const char *target,
+                      const rp__cluster_msg *m);
+/** Fail every open scatter of r with "stopped while the scatter was still
+ *  open" (rp_cluster_router_destroy()). */
+void rp__cscatter_stop_all(rp_cluster_router *r);
+
+#endif /* RP_CLUSTER_ROUTERS_H */

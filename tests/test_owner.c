@@ -38,23 +38,6 @@ static void noop(rp_job_ctx *ctx, void *arg)
     (void)ctx, (void)arg;
 }
 
-/* The thread that becomes the lane's owner: one owner-only call. */
-static void *own(void *p)
-{
-    rp__job job;
-
-    rp__lane_pop_owner(p, &job);
-    return NULL;
-}
-
-static void owned_by_another_thread(rp__lane *lane)
-{
-    pthread_t th;
-
-    cr_assert_eq(pthread_create(&th, NULL, own, lane), 0);
-    cr_assert_eq(pthread_join(th, NULL), 0);
-}
-
 /* A thief on another thread: steals are anyone's. */
 static void *steal_one(void *p)
 {
@@ -85,6 +68,23 @@ Test(owner, the_owner_and_thieves_use_a_lane_without_abort)
 }
 
 #ifdef RP__OWNER_CHECKS
+/* The thread that becomes the lane's owner: one owner-only call. */
+static void *own(void *p)
+{
+    rp__job job;
+
+    rp__lane_pop_owner(p, &job);
+    return NULL;
+}
+
+static void owned_by_another_thread(rp__lane *lane)
+{
+    pthread_t th;
+
+    cr_assert_eq(pthread_create(&th, NULL, own, lane), 0);
+    cr_assert_eq(pthread_join(th, NULL), 0);
+}
+
 Test(owner, a_pop_owner_from_another_thread_aborts, .signal = SIGABRT)
 {
     rp__lane lane;

@@ -64,6 +64,34 @@ static inline uint64_t bench_spin(uint64_t iters, uint64_t x)
     return x;
 }
 
+/** splitmix64: the next value of the stream whose state is *x (one
+ *  stream per purpose; fixed seeds make every run of a benchmark draw the
+ *  same numbers). */
+static inline uint64_t bench_splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/** Uniform in (0, 1], from bench_splitmix64(x). */
+static inline double bench_unit(uint64_t *x)
+{
+    return ((double)(bench_splitmix64(x) >> 11) + 1.0) * 0x1.0p-53;
+}
+
+/** The pool's steal size, as lib/ implements it and both simulators
+ *  (sojourn's zero-overhead replay, rp-bench-sim) model it: a thief takes
+ *  half the victim's depth, at least 1 and at most BENCH_STEAL_MAX
+ *  (RP__STEAL_MAX in lib/routee.h; benchmarks see public headers only). */
+#define BENCH_STEAL_MAX 8u
+static inline unsigned bench_steal_want(int64_t depth)
+{
+    return depth / 2 < 1 ? 1 : depth / 2 > BENCH_STEAL_MAX ? BENCH_STEAL_MAX : (unsigned)(depth / 2);
+}
+
 /** Result of bench_calibrate(). */
 typedef struct bench_calib {
     double iters_per_us;   /**< from the fastest trial: the uncontended rate */

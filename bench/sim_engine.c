@@ -42,7 +42,6 @@
 #include "routepool/routepool.h"
 #include "sim.h"
 
-#define STEAL_MAX 8u  /* RP__STEAL_MAX in lib/routee.h */
 
 const char *const sim_router_key[SR_COUNT] = {
     "central", "rr", "rr-steal", "random", "random-steal", "sm", "sm-steal", "ch"};
@@ -51,22 +50,8 @@ const char *const sim_router_label[SR_COUNT] = {
     "random + steal", "smallest-mailbox", "smallest-mailbox + steal",
     "consistent-hash (random keys)"};
 
-/* ---- random numbers: splitmix64, one stream per purpose ---- */
-
-static uint64_t next_u64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in (0, 1]. */
-static double unit(uint64_t *x)
-{
-    return ((double)(next_u64(x) >> 11) + 1.0) * 0x1.0p-53;
-}
+/* Random numbers: bench_splitmix64() and bench_unit() (common.h), one
+ * stream per purpose. */
 
 /* ---- log-linear histogram: 1/256 relative resolution, bounded memory ---- */
 
@@ -146,7 +131,7 @@ enum rstate { ST_RUN, ST_WAKE, ST_SLEEP, ST_SPIN };
 
 typedef struct sroutee {
     fifo q;
-    sjob batch[STEAL_MAX]; /* stolen, not yet run: batch[bh..bn) */
+    sjob batch[BENCH_STEAL_MAX]; /* stolen, not yet run: batch[bh..bn) */
     unsigned bh, bn;
     int state;
     bool busy;             /* the score's "+1 while running" */
@@ -313,13 +298,13 @@ static int64_t draw_cost(sim_cost kind, double slowdown, uint64_t *x)
 
     switch (kind) {
     case SC_EXP:
-        c = -log(unit(x)) * SIM_MEAN_NS;
+        c = -log(bench_unit(x)) * SIM_MEAN_NS;
         break;
     case SC_UNIFORM:
-        c = unit(x) * 2 * SIM_MEAN_NS;
+        c = bench_unit(x) * 2 * SIM_MEAN_NS;
         break;
     default:
-        c = unit(x) <= SIM_LONG_SHARE ? SIM_LONG_NS : SIM_SHORT_NS;
+        c = bench_unit(x) <= SIM_LONG_SHARE ? SIM_LONG_NS : SIM_SHORT_NS;
         break;
     }
     return (int64_t)(c * slowdown + 0.5);
@@ -328,7 +313,7 @@ static int64_t draw_cost(sim_cost kind, double slowdown, uint64_t *x)
 static int64_t wake_latency(sim *s)
 {
     const sim_model *m = s->m;
-    double tail = m->wake_tail_ns > 0 ? -log(unit(&s->rng_wake)) * (double)m->wake_tail_ns : 0;
+    double tail = m->wake_tail_ns > 0 ? -log(bench_unit(&s->rng_wake)) * (double)m->wake_tail_ns : 0;
 
     return m->wake_ns + (int64_t)tail;
 }
@@ -360,7 +345,7 @@ static sjob gen_next(gen *g)
 {
     sjob j;
 
-    g->t += -log(unit(&g->rng)) / g->rate_per_ns;
+    g->t += -log(bench_unit(&g->rng)) / g->rate_per_ns;
     j.due = (int64_t)g->t;
     j.cost = draw_cost(g->cost, g->slowdown, &g->rng);
     j.id = g->n++;
@@ -474,7 +459,7 @@ static int pick_victim(sim *s, unsigned me, int64_t *depth)
     *depth = 0;
     if (s->m->victim_two && s->k > 2) {
         for (int probe = 0; s->queued && probe < 2; probe++)
-            consider_victim(s, (me + 1 + (unsigned)(next_u64(&s->rng_victim) % (s->k - 1))) % s->k,
+            consider_victim(s, (me + 1 + (unsigned)(bench_splitmix64(&s->rng_victim) % (s->k - 1))) % s->k,
                             &victim, depth);
         return victim;
     }
@@ -494,7 +479,7 @@ static bool steal(sim *s, unsigned me, sjob *out, int64_t t)
     if (vi < 0)
         return false;
     v = &s->r[vi];
-    want = depth / 2 < 1 ? 1 : depth / 2 > STEAL_MAX ? STEAL_MAX : (unsigned)(depth / 2);
+    want = bench_steal_want(depth);
     if (s->m->steal_one)
         want = 1;
     got = want < v->q.n ? want : (unsigned)v->q.n;
@@ -660,14 +645,14 @@ static void deliver(sim *s, unsigned c, sjob j, int64_t t)
 /* Route arrival number i with the library's strategy. */
 static int route(sim *s, uint64_t i)
 {
-    uint64_t key = next_u64(&s->rng_key);
+    uint64_t key = bench_splitmix64(&s->rng_key);
     rp_route_state st = {.message_index = i};
     int n;
 
     if (s->strat.kind == RP_STRATEGY_CONSISTENT_HASH) {
         st.key = &key;
         st.key_len = sizeof key;
-        st.key_hash = next_u64(&key); /* any well-mixed 64-bit hash of the key */
+        st.key_hash = bench_splitmix64(&key); /* any well-mixed 64-bit hash of the key */
     }
     n = rp_strategy_pick(&s->strat, &st, s->fr, s->k, s->pick);
     if (n != 1 || s->pick[0] >= s->k)

@@ -5,8 +5,8 @@
  *
  * The comparison replays the benchmark's protocol, not a steady state: for
  * every load and repetition it simulates the very workload the benchmark
- * drew (same seed formula, same generator: sojourn.c workload_draw()), with
- * the same measured and warm-up job counts and the same random-routing
+ * drew (same seed formula, same generator: workload_draw() in
+ * sojourn_workload.c), with the same measured and warm-up job counts and the same random-routing
  * seed, and takes the median over repetitions of each per-run statistic, as
  * the benchmark does.  At loads near 1 a 50,000-job run never reaches a
  * steady state; comparing a steady-state prediction with it would test the
@@ -19,8 +19,8 @@
  * once on a different run's dispatch delays (docs/simulator.md), never on
  * the file being validated.
  *
- * The JSON is read with strstr/strtod: only the keys sojourn.c writes, in
- * the order it writes them.  A file that does not look like that is
+ * The JSON is read with strstr/strtod: only the keys sojourn_output.c
+ * writes, in the order it writes them.  A file that does not look like that is
  * reported (exit 1), never a crash.
  */
 #include <errno.h>

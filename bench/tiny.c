@@ -9,8 +9,7 @@
  *   routepool: the pool's round-robin router with stealing off and on (the
  *     defaults), and routers made with rp_router_create() on a pool:
  *     random, smallest-mailbox, smallest-mailbox + steal;
- *   routepool batch submit (rp_pool_submit_batch, 64 jobs a call), when the
- *     headers declare it (RP_BENCH_HAVE_BATCH, set by bench/CMakeLists.txt);
+ *   routepool batch submit (rp_pool_submit_batch, 64 jobs a call);
  *   oneTBB (libtbb-dev): each submitter joins a task_arena of 2 workers
  *     (plus one reserved slot per submitter), task_group::run()s its jobs
  *     and task_group::wait()s - oneTBB's idiom, the reference of the ratio
@@ -26,9 +25,10 @@
  *   a mutex + condvar pool: one shared array ring, 2 workers, a signal only
  *     when a worker waits - the competent textbook baseline (peer_mutex.c);
  *   C-Thread-Pool (cthreadpool-dev: one mutex-protected queue, a malloc per
- *     job) and libuv's threadpool (uv_queue_work; UV_THREADPOOL_SIZE=2; the
- *     loop thread runs the after-work callbacks; one submitter only:
- *     uv_queue_work belongs to the loop's thread), when found;
+ *     job; peer_thpool.c) and libuv's threadpool (uv_queue_work;
+ *     UV_THREADPOOL_SIZE=2; the loop thread runs the after-work callbacks;
+ *     one submitter only: uv_queue_work belongs to the loop's thread;
+ *     peer_uv.c), when found;
  *   the FLOOR (peer_floor.c): raw handoffs to consumers that spin, with
  *     nothing around them - ck_fifo_mpmc from S producers to S consumers
  *     (1 -> 1, then 2 -> 2: as many threads as the pools have), and ck_ring
@@ -62,10 +62,10 @@
 #include "routepool/routepool.h"
 
 #ifdef RP_BENCH_HAVE_THPOOL
-#include <thpool.h>
+#include "peer_thpool.h"
 #endif
 #ifdef RP_BENCH_HAVE_LIBUV
-#include <uv.h>
+#include "peer_uv.h"
 #endif
 #ifdef RP_BENCH_HAVE_TBB
 #include "peer_tbb.h"
@@ -120,9 +120,7 @@ struct peer {
 static rec *g_recs;     /* every round's records (the array the slices index) */
 static int64_t g_quiet_budget_ns = (int64_t)QUIET_BUDGET_S * 1000000000;
 static int64_t g_quiet_waited_ns;
-#ifdef RP_BENCH_HAVE_BATCH
 static void **g_ptrs;   /* g_ptrs[i] = &g_recs[i], the batch API's argument array */
-#endif
 
 static void die(const char *what)
 {
@@ -354,15 +352,12 @@ static void rp_stop(peer *s)
     rp_pool_destroy(s->impl);
 }
 
-/* ---- routepool batch submit: the hook for issue 7's batch API ----
+/* ---- routepool batch submit ----
  *
- * int rp_pool_submit_batch(rp_pool *, rp_job_fn, void *const *args, size_t n)
- * returns 0 when all n were accepted.  Compiled in when bench/CMakeLists.txt
- * finds it declared in the public headers (RP_BENCH_HAVE_BATCH).  The
- * argument array g_ptrs is built once, before anything is timed: a caller
- * with a batch in hand has one.
+ * rp_pool_submit_batch() takes BATCH jobs a call.  The argument array
+ * g_ptrs is built once, before anything is timed: a caller with a batch in
+ * hand has one.
  */
-#ifdef RP_BENCH_HAVE_BATCH
 static void rp_submit_batch(peer *s, int who, rec *recs, size_t n)
 {
     void *const *args = (void *const *)&g_ptrs[recs - g_recs];
@@ -374,7 +369,6 @@ static void rp_submit_batch(peer *s, int who, rec *recs, size_t n)
             die("rp_pool_submit_batch failed");
     }
 }
-#endif
 
 /* ---- oneTBB ---- */
 
@@ -529,13 +523,13 @@ static void floor_stop(peer *s)
     peer_floor_destroy(s->impl);
 }
 
-/* ---- C-Thread-Pool ---- */
+/* ---- C-Thread-Pool (peer_thpool.c) ---- */
 
 #ifdef RP_BENCH_HAVE_THPOOL
 static int thp_start(peer *s, int nsub)
 {
     (void)nsub;
-    s->impl = thpool_init(WORKERS);
+    s->impl = peer_thpool_create(WORKERS);
     return s->impl ? 0 : -1;
 }
 
@@ -543,95 +537,47 @@ static void thp_submit(peer *s, int who, rec *recs, size_t n)
 {
     (void)who;
     for (size_t i = 0; i < n; i++)
-        if (thpool_add_work(s->impl, mark, &recs[i]) != 0)
+        if (peer_thpool_submit(s->impl, mark, &recs[i]) != 0)
             die("thpool_add_work failed");
 }
 
 static void thp_wait(peer *s)
 {
-    thpool_wait(s->impl);
+    peer_thpool_wait(s->impl);
 }
 
 static void thp_stop(peer *s)
 {
-    thpool_destroy(s->impl);
+    peer_thpool_destroy(s->impl);
 }
 #endif
 
-/* ---- libuv threadpool ---- */
+/* ---- libuv threadpool (peer_uv.c) ---- */
 
 #ifdef RP_BENCH_HAVE_LIBUV
-typedef struct uvjob {
-    uv_work_t req;
-    rec *r;
-} uvjob;
-
-typedef struct uvsys {
-    uv_loop_t loop;
-    uvjob *jobs;
-    size_t cap;
-} uvsys;
-
-static void uv_work(uv_work_t *req)
-{
-    mark(((uvjob *)req)->r);
-}
-
-static void uv_after(uv_work_t *req, int status)
-{
-    (void)req;
-    if (status != 0)
-        die("uv_queue_work job cancelled");
-}
-
 static int uvs_start(peer *s, int nsub)
 {
-    uvsys *u = calloc(1, sizeof *u);
-
     (void)nsub;
-    if (!u || uv_loop_init(&u->loop) != 0)
-        return -1;
-    s->impl = u;
-    return 0;
+    s->impl = peer_uv_create();
+    return s->impl ? 0 : -1;
 }
 
 /* Untimed: the requests' memory for n jobs. */
 static int uvs_prepare(peer *s, size_t n, int nsub)
 {
-    uvsys *u = s->impl;
-
     (void)nsub;
-    if (u->cap < n) {
-        free(u->jobs);
-        if (!(u->jobs = calloc(n, sizeof *u->jobs)))
-            return -1;
-        u->cap = n;
-    }
-    return 0;
+    return peer_uv_prepare(s->impl, n);
 }
 
 static void uvs_round(peer *s, rec *recs, size_t n, int nsub, int64_t *submit_ns)
 {
-    uvsys *u = s->impl;
-    int64_t t0 = bench_now_ns();
-
     (void)nsub; /* always 1: max_sub */
-    for (size_t i = 0; i < n; i++) {
-        u->jobs[i].r = &recs[i];
-        if (uv_queue_work(&u->loop, &u->jobs[i].req, uv_work, uv_after) != 0)
-            die("uv_queue_work failed");
-    }
-    *submit_ns = bench_now_ns() - t0;
-    uv_run(&u->loop, UV_RUN_DEFAULT); /* returns when every after-work ran */
+    peer_uv_round(s->impl, mark, (char *)recs, sizeof(rec), n, submit_ns);
 }
 
 static void uvs_stop(peer *s)
 {
-    uvsys *u = s->impl;
-
-    uv_loop_close(&u->loop);
-    free(u->jobs);
-    free(u);
+    peer_uv_destroy(s->impl);
 }
 #endif
 
@@ -650,11 +596,9 @@ static peer peers[] = {
      .start = rp_start_sm, GENERIC(rp)},
     {.key = "rp-sm-steal", .name = "routepool smallest-mailbox router, steal on",
      .max_sub = MAX_SUB, .start = rp_start_sm_steal, GENERIC(rp)},
-#ifdef RP_BENCH_HAVE_BATCH
     {.key = "rp-batch", .name = "routepool batch submit (64/call), round-robin, steal on",
      .max_sub = MAX_SUB, .start = rp_start_steal, .submit = rp_submit_batch, .wait = rp_wait,
      .stop = rp_stop},
-#endif
 #ifdef RP_BENCH_HAVE_TBB
     {.key = "tbb", .name = "oneTBB task_group::run in a task_arena", .mark = "(*)",
      .max_sub = MAX_SUB,
@@ -959,13 +903,7 @@ static void print_targets(int nsub, int reps)
         snprintf(cas, sizeof cas, "target: routepool batch submit, %s", subs_label(nsub));
         csv_summary(cas, "ns/job (target <= 25)", "ns", ns, reps);
     } else {
-#ifdef RP_BENCH_HAVE_BATCH
         printf("- routepool batch submit <= %.0f ns/job: not run (--only)\n", TARGET_BATCH_NS);
-#else
-        printf("- routepool batch submit <= %.0f ns/job: not measured: rp_pool_submit_batch is "
-               "not declared in this tree's headers (the peer is compiled out)\n",
-               TARGET_BATCH_NS);
-#endif
     }
     fflush(stdout);
 }
@@ -1118,10 +1056,7 @@ static void preamble(void)
 #ifndef RP_BENCH_HAVE_LIBUV
     printf("# libuv: not built in (apt-get install libuv1-dev, reconfigure)\n");
 #else
-    printf("# libuv %s, UV_THREADPOOL_SIZE=%d\n", uv_version_string(), WORKERS);
-#endif
-#ifndef RP_BENCH_HAVE_BATCH
-    printf("# routepool batch submit: not built in (rp_pool_submit_batch not declared yet)\n");
+    printf("# libuv %s, UV_THREADPOOL_SIZE=%d\n", peer_uv_version(), WORKERS);
 #endif
     fflush(stdout);
 }
@@ -1138,12 +1073,10 @@ int main(int argc, char **argv)
     if (!(g_recs = aligned_alloc(64, jobs * sizeof *g_recs)))
         die("out of memory");
     memset(g_recs, 0, jobs * sizeof *g_recs);
-#ifdef RP_BENCH_HAVE_BATCH
     if (!(g_ptrs = malloc(jobs * sizeof *g_ptrs)))
         die("out of memory");
     for (size_t i = 0; i < jobs; i++)
         g_ptrs[i] = &g_recs[i];
-#endif
     preamble();
     for (int nsub = 1; nsub <= MAX_SUB; nsub++)
         if (modes & (1 << (nsub - 1)))
@@ -1156,8 +1089,6 @@ int main(int argc, char **argv)
     bench_csv_row("tiny", "machine", "total time", "s", (double)(bench_now_ns() - t0) / 1e9,
                   (double)(bench_now_ns() - t0) / 1e9, (double)(bench_now_ns() - t0) / 1e9, 1);
     free(g_recs);
-#ifdef RP_BENCH_HAVE_BATCH
     free(g_ptrs);
-#endif
     return 0;
 }

@@ -96,6 +96,23 @@
 #error "routepool needs ConcurrencyKit built for SMP (ck_pr without lock prefixes)"
 #endif
 
+/* The ck_fifo_mpmc layout dequeue_run() and enqueue_chain() were written
+ * against (ck 0.7.1, CMakeLists.txt checks the version; docs/design.md,
+ * "ConcurrencyKit pin", says what to re-check when ck changes): a
+ * generation-tagged pointer is {pointer, generation} in 16 bytes, CASed
+ * as one; an entry is {value, next}; head and tail sit a cache line apart. */
+_Static_assert(offsetof(struct ck_fifo_mpmc_pointer, pointer) == 0, "ck: pointer first");
+_Static_assert(offsetof(struct ck_fifo_mpmc_pointer, generation) == sizeof(void *),
+               "ck: generation after the pointer");
+_Static_assert(sizeof(struct ck_fifo_mpmc_pointer) == 16, "ck: a tagged pointer is 16 bytes");
+_Static_assert(_Generic(((struct ck_fifo_mpmc_pointer *)0)->generation, char *: 1, default: 0),
+               "ck: the generation is a char * (rp__lane.seen_gen)");
+_Static_assert(offsetof(ck_fifo_mpmc_entry_t, value) == 0, "ck: an entry's value first");
+_Static_assert(offsetof(ck_fifo_mpmc_entry_t, next) == 16, "ck: an entry's next at 16");
+_Static_assert(sizeof(ck_fifo_mpmc_entry_t) == 32, "ck: an entry is 32 bytes");
+_Static_assert(offsetof(ck_fifo_mpmc_t, head) == 0, "ck: the head first");
+_Static_assert(offsetof(ck_fifo_mpmc_t, tail) == CK_MD_CACHELINE, "ck: the tail a line after");
+
 /* Records per slab: 63 records of 128 bytes (two lines: the second starts
  * at the reply) plus the 64-byte slab header fill jemalloc's 8 KiB size class
  * exactly; 64 would spill into the 10 KiB class (rp-bench-memory). */
@@ -182,6 +199,7 @@ int rp__lane_init(rp__lane *lane, const rp__arena *arena)
 {
     rp__lane_rec *stub;
 
+    RP__OWNER_INIT(lane);
     rp__freelist_init(&lane->recs, arena, sizeof(rp__lane_rec), RP_CACHELINE,
                       offsetof(rp__lane_rec, free), RECS_PER_SLAB);
     lane->arena = arena;
@@ -628,16 +646,19 @@ unsigned rp__lane_steal(rp__lane *lane, rp__job *out, unsigned max)
 
 bool rp__lane_pop_owner(rp__lane *lane, rp__job *out)
 {
+    RP__ASSERT_OWNER(lane);
     return take(lane, out, 1, true) == 1;
 }
 
 unsigned rp__lane_pop_owner_run(rp__lane *lane, rp__job *out, unsigned max)
 {
+    RP__ASSERT_OWNER(lane);
     return take(lane, out, max, true);
 }
 
 void rp__lane_flush(rp__lane *lane)
 {
+    RP__ASSERT_OWNER(lane);
     if (!lane->filling || lane->filling->n == 0)
         return;
     mag_push(&lane->full, lane->filling);

@@ -8,13 +8,30 @@
 #define RP_LANE_H
 
 #include <ck_fifo.h>
+#include <pthread.h>
 #include <stdalign.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "alloc.h"
 #include "future.h"
 #include "producer.h"
+
+/* Owner checks.  Functions named *_owner (and rp__lane_flush,
+ * rp__mailbox_flush, rp__mailbox_drain) may be called by a lane's one
+ * owner thread only.  Debug and sanitizer builds check it: the first
+ * owner-only call on a lane records the calling thread (pthread_self), and
+ * an owner-only call from any other thread aborts with a message.  Release
+ * builds (NDEBUG, no sanitizer) compile the check and its field out. */
+#if !defined(NDEBUG) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define RP__OWNER_CHECKS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define RP__OWNER_CHECKS 1
+#endif
+#endif
 
 #define RP__JOB_PINNED 1u
 #define RP__JOB_SAMPLED 2u /* feeds the queue-wait histogram */
@@ -91,7 +108,33 @@ typedef struct rp__lane {
      * generation seen_gen, or NULL. */
     ck_fifo_mpmc_entry_t *seen_tail;
     char *seen_gen; /* ck's generation type */
+#ifdef RP__OWNER_CHECKS
+    /* The owner thread (pthread_self) once it made an owner-only call,
+     * else 0: see "Owner checks" above. */
+    _Atomic uintptr_t owner;
+#endif
 } rp__lane;
+
+/* Owner checks (see above): record the owner on the first owner-only
+ * call, abort when another thread makes one.  Nothing in Release. */
+#ifdef RP__OWNER_CHECKS
+static inline void rp__lane_check_owner(rp__lane *lane, const char *fn)
+{
+    uintptr_t self = (uintptr_t)pthread_self(), seen = 0;
+
+    if (atomic_compare_exchange_strong_explicit(&lane->owner, &seen, self, memory_order_relaxed,
+                                                memory_order_relaxed) ||
+        seen == self)
+        return;
+    fprintf(stderr, "routepool: %s called by a thread that does not own the lane\n", fn);
+    abort();
+}
+#define RP__ASSERT_OWNER(lane) rp__lane_check_owner((lane), __func__)
+#define RP__OWNER_INIT(lane) atomic_init(&(lane)->owner, 0)
+#else
+#define RP__ASSERT_OWNER(lane) ((void)0)
+#define RP__OWNER_INIT(lane) ((void)0)
+#endif
 
 int rp__lane_init(rp__lane *lane, const rp__arena *arena);
 void rp__lane_destroy(rp__lane *lane);

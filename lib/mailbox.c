@@ -364,6 +364,7 @@ bool rp__mailbox_pop_owner(rp__mailbox *mb, rp__job *out)
 
 unsigned rp__mailbox_pop_owner_run(rp__mailbox *mb, rp__job *out, unsigned max)
 {
+    RP__ASSERT_OWNER(&mb->stealable);
     unsigned got;
 
     /* Runs are batch jobs, and batches are stealable. */
@@ -379,6 +380,7 @@ unsigned rp__mailbox_pop_owner_run(rp__mailbox *mb, rp__job *out, unsigned max)
 
 void rp__mailbox_flush(rp__mailbox *mb)
 {
+    RP__ASSERT_OWNER(&mb->stealable);
     rp__lane_flush(&mb->pinned);
     rp__lane_flush(&mb->stealable);
 }
@@ -392,6 +394,7 @@ void rp__mailbox_hand_back(rp__mailbox *mb, const rp__job *job, int reason)
 
 void rp__mailbox_drain(rp__mailbox *mb, rp__dispose_fn dispose, void *ctx)
 {
+    RP__ASSERT_OWNER(&mb->stealable);
     for (;;) {
         rp__job job;
         uint32_t v;

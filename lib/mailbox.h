@@ -164,6 +164,7 @@ static inline void rp__mailbox_release(rp__mailbox *mb, int64_t n)
  * this store only overestimates it. */
 static inline void rp__mailbox_release_owner(rp__mailbox *mb, int64_t n)
 {
+    RP__ASSERT_OWNER(&mb->stealable);
     atomic_store_explicit(&mb->released_owner,
                           atomic_load_explicit(&mb->released_owner, memory_order_relaxed) + n,
                           memory_order_release);

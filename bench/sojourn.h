@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/sojourn.h - what the parts of rp-bench-sojourn share (private to
+ * the benchmark; the concept of the whole is at the top of sojourn.c).
+ *
+ * The parts, one concept a file:
+ *   sojourn.c           the driver: preamble, one run, loads, main
+ *   sojourn_central.c   the reference scheduler: one central FIFO, 2 workers
+ *   sojourn_sched.c     the scheduler adapter: central queue, pool or oneTBB
+ *   sojourn_workload.c  the job, the drawn workload, the buffers
+ *   sojourn_arrivals.c  the arrival generator, helped by the routees
+ *   sojourn_stats.c     per-run statistics, aggregation over runs, the
+ *                       per-run event lists (stalls, late submits, wakes)
+ *   sojourn_sim.c       the same workload simulated with zero overhead
+ *   sojourn_output.c    the tables, CSV rows, the verdict and the JSON
+ *   sojourn_cli.c       the command line
+ * Every run's state is in the globals below; the measured path allocates
+ * nothing (the buffers are allocated once, before anything is timed).
+ */
+#ifndef RP_BENCH_SOJOURN_H
+#define RP_BENCH_SOJOURN_H
+
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common.h"
+#include "routepool/routepool.h"
+#ifdef RP_BENCH_HAVE_TBB
+#include "peer_tbb.h"
+#endif
+
+#define ROUTEES 2u
+#define SHORT_US 1.0
+#define LONG_US 100.0
+#define LONG_SHARE 0.10
+#define MEAN_US (SHORT_US * (1 - LONG_SHARE) + LONG_US * LONG_SHARE) /* 10.9 */
+#define MAX_LOADS 8
+#define MAX_REPS 31
+#define TARGET_LOAD 0.80
+#define TARGET_P99_RATIO 1.15
+
+/* ---- schedulers ---- */
+
+enum variant { V_CENTRAL, V_RR, V_RR_STEAL, V_RANDOM, V_SM, V_SM_STEAL, V_TBB, V_COUNT };
+
+typedef struct variant_name {
+    const char *key, *label;
+} variant_name;
+extern const variant_name variants[V_COUNT];
+
+/* ---- per-run statistics ---- */
+
+enum stat {
+    S_MEAN, S_P50, S_P99, S_P999, /* sojourn, us */
+    S_SVC,                        /* mean measured service (done - start), us */
+    S_UTIL,                       /* sum of service / (routees * span) */
+    S_LATE50, S_LATE99,           /* generator lateness, us */
+    S_GENCPU,                     /* generator CPU time / generation wall time */
+    S_STEAL,                      /* jobs stolen per 1000 jobs */
+    S_HOOK,                       /* share of arrivals submitted by routees */
+    S_STALL,                      /* in-job interruptions > 20 us, per mille of routee time */
+    S_STALLMAX,                   /* longest in-job interruption, us */
+    S_FOREIGN,                    /* share of the machine used by others */
+    S_DISP, S_DISP99,             /* dispatch delay (see dispatch_stats()), us */
+    NSTAT
+};
+
+/* How the generator waits for an arrival less than spin_ns away. */
+typedef enum gen_mode {
+    GEN_IDLE, /* SCHED_IDLE thread per CPU, sched_yield loop; routees submit too */
+    GEN_SPIN, /* normal thread, PAUSE loop; only the generator submits */
+    GEN_YIELD /* normal thread, sched_yield loop; only the generator submits */
+} gen_mode;
+
+extern const char *const gen_names[3];
+
+typedef enum central_wake { WAKE_SEM, WAKE_SIGNAL, WAKE_BROADCAST } central_wake;
+
+
+typedef struct config {
+    double loads[MAX_LOADS];
+    int nloads;
+    size_t jobs, warmup;
+    int reps;
+    uint64_t seed;
+    int64_t spin_ns;  /* sleep only when the next arrival is further away */
+    gen_mode gen;
+    bool hooks;       /* routees submit due arrivals when a job ends */
+    bool enabled[V_COUNT];
+    const char *json;
+    double max_foreign; /* redo a run when others used more of the machine */
+    int retries;
+    bool pin;           /* worker i (routee or central) pinned to CPU i */
+    double max_stall_us; /* redo a run with a longer in-job interruption */
+    int central_wake;   /* a central_wake */
+    bool tbb_other;     /* --tbb-submit other: tbb's generators submit under SCHED_OTHER */
+} config;
+
+/* --idle-spin-us: the routepool pools' rp_pool_options.idle_spin_us. */
+extern unsigned g_idle_spin_us;
+
+/* One job record, a cache line each: two routees write neighbouring
+ * records at the same time. */
+typedef struct job {
+    _Alignas(64) int64_t start;
+    int64_t done;
+    uint64_t iters;
+    uint64_t sink;
+    int worker; /* index of the thread that ran it */
+} job;
+
+/* One drawn workload, replayed through every scheduler. */
+typedef struct workload {
+    size_t n;         /* warm-up + measured jobs */
+    int64_t *offset;  /* scheduled arrival, ns after the run's t0 */
+    uint8_t *is_long;
+} workload;
+
+/* Buffers shared by every run: allocated once, before anything is timed. */
+typedef struct buffers {
+    job *jobs;
+    job **queue;      /* the central queue's ring (one slot per job) */
+    int64_t *late;    /* generator lateness per job, ns */
+    uint8_t *by_routee; /* 1: submitted by a routee's hook (feed_pump) */
+    int64_t *idle_wait; /* dispatch delay of a job that found its worker idle, else 0 */
+    int64_t *scratch; /* sojourn times, sorted for percentiles */
+    size_t *ring[ROUTEES]; /* the simulation's per-routee queues of job indices */
+    size_t *order;    /* job indices by (worker, start) */
+} buffers;
+
+/* Per-run statistics of every cell. */
+typedef double table[MAX_LOADS][V_COUNT][MAX_REPS][NSTAT];
+extern table results;
+/* The same workloads simulated with zero overhead: S_MEAN..S_P999 only. */
+extern table simulated;
+/* Runs done again because other processes took the machine. */
+extern int redone[MAX_LOADS][V_COUNT];
+
+/*
+ * The interruptions of every run (with --json): each job, warm-up
+ * included, that took more than STALL_NS beyond its CPU cost, and by how
+ * much.  rp-bench-sim --validate replays them as part of the job's cost:
+ * the VM's stalls are an input of the queueing, like the arrivals.
+ */
+#define STALL_NS 20000
+#define STALL_MAX_EVENTS 50000
+typedef struct stall_list {
+    uint32_t *job;
+    float *extra_us;
+    size_t n, cap, max;
+    bool truncated;
+} stall_list;
+extern stall_list stalls[MAX_LOADS][V_COUNT][MAX_REPS];
+
+/*
+ * The generator's lateness in every run (with --json), the other input the
+ * VM adds: each job, warm-up included, that a generator thread submitted
+ * more than LATE_NS after its scheduled instant, and by how much; the mean
+ * lateness of the generators' other submissions (late_base).  The sojourn
+ * is measured from the scheduled instant, so a late submission is in it;
+ * rp-bench-sim --validate submits those jobs as late as they were, and the
+ * others late_base late.  A routee's hook submits only while every
+ * routee is busy (the SCHED_IDLE generators get no CPU then), when the job
+ * could not start anyway: that lateness is the simulated queueing's own
+ * (at load 0.8, 40% of the jobs, 20 us on average), not replayed.
+ */
+#define LATE_NS 5000
+#define LATE_MAX_EVENTS 200000
+extern stall_list lates[MAX_LOADS][V_COUNT][MAX_REPS];
+extern double late_base_us[MAX_LOADS][V_COUNT][MAX_REPS];
+
+/*
+ * Late wake-ups (with --json): each job that found the worker that ran it
+ * idle and still waited more than WAKE_NS to start (dispatch_stats), and
+ * how long - a routee woken late because the VM or the generator held its
+ * CPU.  rp-bench-sim --validate uses it as that job's wake-up latency when
+ * the job finds its simulated routee asleep too.
+ */
+#define WAKE_NS 20000
+#define WAKE_MAX_EVENTS 50000
+extern stall_list wakes[MAX_LOADS][V_COUNT][MAX_REPS];
+
+/* ---- the job and the workload (sojourn_workload.c) ---- */
+
+/* Which worker thread this is (routee index, or central worker index). */
+extern _Thread_local int tl_worker;
+void spin_job(job *j);
+void run_job(job *j);
+void workload_draw(workload *w, double load, uint64_t seed);
+void alloc_buffers(buffers *b, workload *w, size_t n);
+double measure_job_us(uint64_t iters, int count);
+
+/* ---- the reference scheduler (sojourn_central.c) ---- */
+
+typedef struct central {
+    pthread_mutex_t mu;
+    pthread_cond_t work, idle;
+    sem_t sem[ROUTEES];          /* WAKE_SEM: one per worker */
+    unsigned asleep[ROUTEES];    /* WAKE_SEM: workers waiting for a post */
+    unsigned nasleep;
+    job **q;
+    size_t head, tail; /* q[head..tail) waits; tail counts submitted jobs */
+    size_t done;
+    unsigned sleepers, started;  /* sleepers: condvar modes */
+    central_wake wake;
+    bool stopping, waiting, pin;
+    pthread_t th[ROUTEES];
+} central;
+
+int central_start(central *c, job **ring, bool pin, central_wake wake);
+void central_submit(central *c, job *j);
+void central_wait_idle(central *c);
+void central_stop(central *c);
+
+/* ---- the scheduler under test (sojourn_sched.c) ---- */
+
+typedef struct sched {
+    enum variant v;
+    rp_pool *pool;
+    central cq;
+#ifdef RP_BENCH_HAVE_TBB
+    peer_tbb *tbb;
+#endif
+} sched;
+
+void sched_start(sched *s, const config *cfg, enum variant v, job **ring, uint64_t seed);
+void sched_submit(sched *s, job *j);
+/* Wait for every job, then stop; returns the number of stolen jobs. */
+uint64_t sched_finish(sched *s);
+
+/* ---- arrivals (sojourn_arrivals.c) ---- */
+
+typedef struct feeder {
+    _Alignas(64) _Atomic size_t next; /* first arrival not yet claimed */
+    _Atomic size_t by_routee;         /* arrivals submitted by routees */
+    bool hooks;
+    sched *s;
+    const workload *w;
+    const buffers *b;
+    int64_t t0;
+} feeder;
+
+extern feeder feed;
+void feed_from_routee(int64_t now);
+int64_t generate_all(const config *cfg);
+
+/* ---- statistics (sojourn_stats.c) ---- */
+
+void run_stats(double *st, const config *cfg, const workload *w, const buffers *b, int64_t t0);
+double median_of(table t, int li, enum variant v, int reps, enum stat s);
+double median_stat(int li, enum variant v, int reps, enum stat s);
+double ratio_of(table t, int li, enum variant v, int reps, enum stat s, double *lo, double *hi);
+double ratio_stat(int li, enum variant v, int reps, enum stat s, double *lo, double *hi);
+void model_means(double load, double *mg1, double *mg2);
+void record_stalls(stall_list *l, const workload *w, const buffers *b);
+void record_wakes(stall_list *l, const workload *w, const buffers *b);
+void record_lates(stall_list *l, double *base, const workload *w, const buffers *b);
+
+/* ---- the zero-overhead simulation (sojourn_sim.c) ---- */
+
+void simulate(double *st, enum variant v, const workload *w, const buffers *b, size_t warm,
+              uint64_t seed);
+
+/* ---- output (sojourn_output.c) ---- */
+
+void print_load(int li, const config *cfg);
+void print_verdict(const config *cfg);
+void write_json(const config *cfg, const bench_machine *mach, const bench_calib *cal,
+                const bench_pingpong_result *pp);
+
+/* ---- command line (sojourn_cli.c) ---- */
+
+void parse_args(config *cfg, int argc, char **argv);
+
+#endif /* RP_BENCH_SOJOURN_H */

@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/sojourn_output.c - rp-bench-sojourn's output: per load the ratio, detail and
+ * simulation tables (markdown) and their bench_csv_row()s, the target's
+ * verdict, and --json: every cell's medians, ratios, simulated medians and
+ * runs with their event lists (what rp-bench-sim --validate reads; keep its
+ * keys stable).
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "sojourn.h"
+
+static const char *const stat_keys[NSTAT] = {
+    "mean_us", "p50_us", "p99_us", "p999_us", "service_us", "util",
+    "gen_late_p50_us", "gen_late_p99_us", "gen_cpu", "stolen_per_1000",
+    "hook_share", "stall_permille", "stall_max_us", "foreign_cpu",
+    "dispatch_mean_us", "dispatch_p99_us"};
+
+static void print_ratio_table(int li, const config *cfg)
+{
+    printf("| scheduler | mean | p50 | p99 | p99.9 | p99 ratio, min-max over runs |\n");
+    printf("|---|---:|---:|---:|---:|---:|\n");
+    printf("| %s, absolute | %.1f us | %.1f us | %.1f us | %.1f us | |\n",
+           variants[V_CENTRAL].label, median_stat(li, V_CENTRAL, cfg->reps, S_MEAN),
+           median_stat(li, V_CENTRAL, cfg->reps, S_P50),
+           median_stat(li, V_CENTRAL, cfg->reps, S_P99),
+           median_stat(li, V_CENTRAL, cfg->reps, S_P999));
+    for (int v = V_CENTRAL + 1; v < V_COUNT; v++) {
+        double lo, hi, p99;
+        if (!cfg->enabled[v])
+            continue;
+        p99 = ratio_stat(li, v, cfg->reps, S_P99, &lo, &hi);
+        printf("| %s | %.2fx | %.2fx | %.2fx | %.2fx | %.2f-%.2f |\n", variants[v].label,
+               ratio_stat(li, v, cfg->reps, S_MEAN, NULL, NULL),
+               ratio_stat(li, v, cfg->reps, S_P50, NULL, NULL), p99,
+               ratio_stat(li, v, cfg->reps, S_P999, NULL, NULL), lo, hi);
+    }
+}
+
+static void print_detail_table(int li, const config *cfg)
+{
+    printf("\n| scheduler | mean us | p50 us | p99 us | p99.9 us | service us | util "
+           "| dispatch mean/p99 us | stalls permille / max us | late p50/p99 us | gen CPU "
+           "| by routees | stolen/1k | others' CPU | runs redone |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int v = 0; v < V_COUNT; v++) {
+        double m[NSTAT];
+        if (!cfg->enabled[v])
+            continue;
+        for (int s = 0; s < NSTAT; s++)
+            m[s] = median_stat(li, v, cfg->reps, s);
+        printf("| %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.1f / %.1f | %.1f / %.0f "
+               "| %.1f / %.1f | %.0f%% | %.0f%% | %.1f | %.1f%% | %d |\n", variants[v].label,
+               m[S_MEAN], m[S_P50], m[S_P99], m[S_P999], m[S_SVC], m[S_UTIL], m[S_DISP],
+               m[S_DISP99], m[S_STALL], m[S_STALLMAX], m[S_LATE50], m[S_LATE99],
+               100 * m[S_GENCPU], 100 * m[S_HOOK], m[S_STEAL], 100 * m[S_FOREIGN],
+               redone[li][v]);
+    }
+}
+
+static void print_sim_table(int li, const config *cfg)
+{
+    static const enum variant sims[] = {V_CENTRAL, V_RR, V_RR_STEAL, V_RANDOM, V_SM, V_SM_STEAL};
+
+    printf("\nSame arrivals and job sizes simulated with zero overhead (no dispatch cost, "
+           "no wake-up latency):\n\n");
+    printf("| ideal scheduler | mean us | p50 us | p99 us | p99.9 us | mean ratio | p99 ratio "
+           "| p99.9 ratio |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (size_t k = 0; k < sizeof sims / sizeof sims[0]; k++) {
+        enum variant v = sims[k];
+        printf("| %s | %.1f | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.2fx |\n", variants[v].label,
+               median_of(simulated, li, v, cfg->reps, S_MEAN),
+               median_of(simulated, li, v, cfg->reps, S_P50),
+               median_of(simulated, li, v, cfg->reps, S_P99),
+               median_of(simulated, li, v, cfg->reps, S_P999),
+               ratio_of(simulated, li, v, cfg->reps, S_MEAN, NULL, NULL),
+               ratio_of(simulated, li, v, cfg->reps, S_P99, NULL, NULL),
+               ratio_of(simulated, li, v, cfg->reps, S_P999, NULL, NULL));
+    }
+}
+
+/* bench_csv_row()s of one load: per scheduler ("<key>@<load>") the sojourn
+ * statistics in us and their ratios to the central queue (median, min and
+ * max over the runs). */
+static void csv_load(int li, const config *cfg)
+{
+    static const char *const names[] = {"mean", "p50", "p99", "p99.9"};
+
+    for (int v = 0; v < V_COUNT; v++) {
+        char cas[64], metric[64];
+        if (!cfg->enabled[v])
+            continue;
+        snprintf(cas, sizeof cas, "%s@%.2f", variants[v].key, cfg->loads[li]);
+        for (int st = S_MEAN; st <= S_P999; st++) {
+            double x[MAX_REPS], lo, hi, med;
+            for (int r = 0; r < cfg->reps; r++)
+                x[r] = results[li][v][r][st];
+            bench_csv_samples("sojourn", cas, names[st], "us", x, (size_t)cfg->reps);
+            if (v == V_CENTRAL)
+                continue;
+            med = ratio_stat(li, (enum variant)v, cfg->reps, (enum stat)st, &lo, &hi);
+            snprintf(metric, sizeof metric, "%s ratio to central", names[st]);
+            bench_csv_row("sojourn", cas, metric, "x", med, lo, hi, cfg->reps);
+        }
+    }
+}
+
+void print_load(int li, const config *cfg)
+{
+    double load = cfg->loads[li], mg1, mg2;
+
+    model_means(load, &mg1, &mg2);
+    printf("\n### load %.2f: %.1fk arrivals/s, %d runs x %zu jobs (+%zu warm-up) per scheduler\n\n",
+           load, load * ROUTEES / MEAN_US * 1e3, cfg->reps, cfg->jobs, cfg->warmup);
+    printf("Model mean sojourn: central M/G/2 ~%.1f us (Lee-Longton), "
+           "per-routee M/G/1 %.1f us (Pollaczek-Khinchine; random routing).\n\n", mg2, mg1);
+    print_ratio_table(li, cfg);
+    print_detail_table(li, cfg);
+    print_sim_table(li, cfg);
+    csv_load(li, cfg);
+    fflush(stdout);
+}
+
+void print_verdict(const config *cfg)
+{
+    for (int li = 0; li < cfg->nloads; li++) {
+        double lo, hi, r;
+        if (fabs(cfg->loads[li] - TARGET_LOAD) > 1e-9 || !cfg->enabled[V_SM_STEAL])
+            continue;
+        r = ratio_stat(li, V_SM_STEAL, cfg->reps, S_P99, &lo, &hi);
+        printf("\nTarget: smallest-mailbox + steal p99 <= %.2fx the central queue at load %.2f: "
+               "%.2fx (runs %.2f-%.2f; ratio of the medians %.2fx) -> %s", TARGET_P99_RATIO,
+               TARGET_LOAD, r, lo, hi,
+               median_stat(li, V_SM_STEAL, cfg->reps, S_P99) /
+                   median_stat(li, V_CENTRAL, cfg->reps, S_P99),
+               r <= TARGET_P99_RATIO ? "MET" : "NOT MET");
+        if (r > TARGET_P99_RATIO)
+            printf(" (%.0f%% above the target)", 100 * (r / TARGET_P99_RATIO - 1));
+        {
+            char cas[64], metric[64];
+            snprintf(cas, sizeof cas, "target: %s@%.2f", variants[V_SM_STEAL].key, cfg->loads[li]);
+            snprintf(metric, sizeof metric, "p99 ratio to central (target <= %.2f)", TARGET_P99_RATIO);
+            bench_csv_row("sojourn", cas, metric, "x", r, lo, hi, cfg->reps);
+        }
+        printf("\n        the same policy with zero overhead (simulated): %.2fx\n",
+               ratio_of(simulated, li, V_SM_STEAL, cfg->reps, S_P99, NULL, NULL));
+    }
+}
+
+/* , "<key>_truncated": ..., "<key>": [[job, us], ...] */
+static void write_list(FILE *f, const char *key, const stall_list *l)
+{
+    fprintf(f, ", \"%s_truncated\": %s, \"%s\": [", key, l->truncated ? "true" : "false", key);
+    for (size_t i = 0; i < l->n; i++)
+        fprintf(f, "%s[%u, %.1f]", i ? ", " : "", l->job[i], (double)l->extra_us[i]);
+    fputs("]", f);
+}
+
+static void json_cell(FILE *f, int li, enum variant v, const config *cfg)
+{
+    fprintf(f, "    {\"load\": %.3f, \"scheduler\": \"%s\", \"runs_redone\": %d, \"median\": {",
+            cfg->loads[li], variants[v].key, redone[li][v]);
+    for (int s = 0; s < NSTAT; s++)
+        fprintf(f, "%s\"%s\": %.4g", s ? ", " : "", stat_keys[s], median_stat(li, v, cfg->reps, s));
+    fprintf(f, "},\n     \"ratio_to_central\": {");
+    for (int s = S_MEAN; s <= S_P999; s++)
+        fprintf(f, "%s\"%s\": %.4f", s ? ", " : "", stat_keys[s],
+                ratio_stat(li, v, cfg->reps, s, NULL, NULL));
+    fprintf(f, "},\n     \"simulated_median\": ");
+    for (int s = S_MEAN; s <= S_P999; s++)
+        fprintf(f, "%s\"%s\": %.4g%s", s ? ", " : "{", stat_keys[s],
+                median_of(simulated, li, v, cfg->reps, s), s == S_P999 ? "}" : "");
+    fprintf(f, ",\n     \"runs\": [");
+    for (int r = 0; r < cfg->reps; r++) {
+        fprintf(f, "%s{", r ? ", " : "");
+        const stall_list *l = &stalls[li][v][r];
+        for (int s = 0; s < NSTAT; s++)
+            fprintf(f, "%s\"%s\": %.4g", s ? ", " : "", stat_keys[s], results[li][v][r][s]);
+        /* Last in the object: the [job index, us] lists. */
+        write_list(f, "stalls", l);
+        fprintf(f, ", \"late_base_us\": %.3f", late_base_us[li][v][r]);
+        write_list(f, "late", &lates[li][v][r]);
+        write_list(f, "wakes", &wakes[li][v][r]);
+        fputs("}", f);
+    }
+    fprintf(f, "]}");
+}
+
+void write_json(const config *cfg, const bench_machine *mach,
+                       const bench_calib *cal, const bench_pingpong_result *pp)
+{
+    FILE *f = fopen(cfg->json, "w");
+    bool first = true;
+
+    if (!f) {
+        fprintf(stderr, "rp-bench-sojourn: cannot write %s: %s\n", cfg->json, strerror(errno));
+        return;
+    }
+    fprintf(f, "{\n  \"benchmark\": \"sojourn\",\n");
+    bench_machine_json(f, mach, "  ");
+    fprintf(f, "  \"iters_per_us\": %.2f,\n  \"pingpong_one_way_ns\": %.1f,\n", cal->iters_per_us,
+            pp->one_way_ns);
+    fprintf(f, "  \"jobs\": %zu, \"warmup\": %zu, \"reps\": %d, \"seed\": %llu,\n", cfg->jobs,
+            cfg->warmup, cfg->reps, (unsigned long long)cfg->seed);
+    fprintf(f, "  \"tbb_submit_policy\": \"%s\",\n", cfg->tbb_other ? "other" : "fifo");
+    fprintf(f, "  \"generator\": \"%s\", \"hooks\": %s, \"spin_us\": %lld,\n  \"cells\": [\n",
+            gen_names[cfg->gen], cfg->hooks ? "true" : "false", (long long)(cfg->spin_ns / 1000));
+    for (int li = 0; li < cfg->nloads; li++)
+        for (int v = 0; v < V_COUNT; v++) {
+            if (!cfg->enabled[v])
+                continue;
+            fputs(first ? "" : ",\n", f);
+            json_cell(f, li, v, cfg);
+            first = false;
+        }
+    fprintf(f, "\n  ]\n}\n");
+    fclose(f);
+}

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/sojourn_sim.c - rp-bench-sojourn's zero-overhead simulation.
+ *
+ * An exact discrete-event replay of the arrivals and nominal job sizes
+ * (1 us, 100 us) through ideal schedulers: no dispatch cost, no wake-up
+ * latency, no generator.  It shows what queueing alone predicts for this
+ * very workload, so the measured tables can be read against it.  The
+ * routepool policies are modelled as lib/ implements them:
+ *  - smallest-mailbox scores a routee by its queued jobs plus one while it
+ *    runs, scanning from message_index % 2;
+ *  - stealing: a routee whose own queue and stolen batch are empty takes
+ *    half the other's depth (bench_steal_want(), common.h: 1..8, the model
+ *    rp-bench-sim's engine shares) of its oldest queued
+ *    jobs when that routee is busy or holds more than one job, runs the
+ *    first and keeps the rest in a private batch; a job queued behind a
+ *    busy routee wakes an idle one to steal it at once.
+ */
+#include "sojourn.h"
+
+typedef struct simw {
+    size_t *q, qh, qt;         /* FIFO of job indices */
+    size_t batch[BENCH_STEAL_MAX];
+    unsigned bh, bn;           /* private stolen batch: batch[bh..bn) */
+    bool busy;
+    int64_t until;             /* completion of the running job */
+} simw;
+
+typedef struct sim {
+    simw w[ROUTEES];
+    const workload *wl;
+    int64_t *sojourn;          /* per job, ns */
+    bool steal;
+} sim;
+
+static int64_t sim_size(const workload *wl, size_t j)
+{
+    return (int64_t)((wl->is_long[j] ? LONG_US : SHORT_US) * 1e3);
+}
+
+static int64_t sim_depth(const simw *x)
+{
+    return (int64_t)(x->qt - x->qh) + (int64_t)(x->bn - x->bh);
+}
+
+static void sim_run(sim *m, simw *x, size_t j, int64_t t)
+{
+    x->busy = true;
+    x->until = t + sim_size(m->wl, j);
+    m->sojourn[j] = x->until - m->wl->offset[j];
+}
+
+/* Routee k looks for its next job at time t (lib/pool.c: next_job()). */
+static void sim_next(sim *m, size_t k, int64_t t)
+{
+    simw *x = &m->w[k], *v = &m->w[(k + 1) % ROUTEES];
+    int64_t d = sim_depth(v);
+    unsigned want;
+
+    x->busy = false;
+    if (x->bh < x->bn) {
+        sim_run(m, x, x->batch[x->bh++], t);
+    } else if (x->qh < x->qt) {
+        sim_run(m, x, x->q[x->qh++], t);
+    } else if (m->steal && v->qh < v->qt && (v->busy || d > 1)) {
+        want = bench_steal_want(d);
+        x->bh = x->bn = 0;
+        while (x->bn < want && v->qh < v->qt)
+            x->batch[x->bn++] = v->q[v->qh++];
+        sim_run(m, x, x->batch[x->bh++], t);
+    }
+}
+
+/* Complete every job that ends by time t, earliest first. */
+static void sim_advance(sim *m, int64_t t)
+{
+    for (;;) {
+        size_t k = ROUTEES;
+        for (size_t c = 0; c < ROUTEES; c++)
+            if (m->w[c].busy && m->w[c].until <= t && (k == ROUTEES || m->w[c].until < m->w[k].until))
+                k = c;
+        if (k == ROUTEES)
+            return;
+        sim_next(m, k, m->w[k].until);
+    }
+}
+
+static size_t sim_route(const sim *m, enum variant v, size_t i, uint64_t *rng)
+{
+    size_t best = i % ROUTEES;
+
+    if (v == V_RANDOM)
+        return (size_t)(bench_splitmix64(rng) % ROUTEES);
+    if (v != V_SM && v != V_SM_STEAL)
+        return best; /* round-robin */
+    for (size_t k = 1; k < ROUTEES; k++) {
+        size_t c = (i + k) % ROUTEES;
+        if (sim_depth(&m->w[c]) + m->w[c].busy < sim_depth(&m->w[best]) + m->w[best].busy)
+            best = c;
+    }
+    return best;
+}
+
+/* Per-routee FIFOs under a routepool policy; sojourn per job into out. */
+static void sim_pool(int64_t *out, enum variant v, const workload *wl, const buffers *b,
+                     uint64_t seed)
+{
+    sim m = {.wl = wl, .sojourn = out, .steal = v == V_RR_STEAL || v == V_SM_STEAL};
+
+    for (size_t k = 0; k < ROUTEES; k++)
+        m.w[k].q = b->ring[k];
+    for (size_t i = 0; i < wl->n; i++) {
+        size_t c;
+        sim_advance(&m, wl->offset[i]);
+        c = sim_route(&m, v, i, &seed);
+        m.w[c].q[m.w[c].qt++] = i;
+        if (!m.w[c].busy)
+            sim_next(&m, c, wl->offset[i]);
+        else if (m.steal && !m.w[(c + 1) % ROUTEES].busy) /* wake a thief */
+            sim_next(&m, (c + 1) % ROUTEES, wl->offset[i]);
+    }
+    sim_advance(&m, INT64_MAX);
+}
+
+/* One central FIFO: the worker that frees first takes the head. */
+static void sim_central(int64_t *out, const workload *wl)
+{
+    int64_t free_at[ROUTEES] = {0};
+
+    for (size_t i = 0; i < wl->n; i++) {
+        size_t k = 0;
+        for (size_t c = 1; c < ROUTEES; c++)
+            k = free_at[c] < free_at[k] ? c : k;
+        free_at[k] = (free_at[k] > wl->offset[i] ? free_at[k] : wl->offset[i]) + sim_size(wl, i);
+        out[i] = free_at[k] - wl->offset[i];
+    }
+}
+
+void simulate(double *st, enum variant v, const workload *w, const buffers *b,
+                     size_t warm, uint64_t seed)
+{
+    size_t m = w->n - warm;
+    double sum = 0;
+
+    if (v == V_CENTRAL || v == V_TBB) /* tbb: no model; the work-conserving ideal */
+        sim_central(b->late, w); /* late[] is free between runs */
+    else
+        sim_pool(b->late, v, w, b, seed);
+    for (size_t i = warm; i < w->n; i++) {
+        b->scratch[i - warm] = b->late[i];
+        sum += (double)b->late[i];
+    }
+    bench_sort_i64(b->scratch, m);
+    st[S_MEAN] = sum / (double)m / 1e3;
+    st[S_P50] = (double)bench_pct_sorted(b->scratch, m, 0.50) / 1e3;
+    st[S_P99] = (double)bench_pct_sorted(b->scratch, m, 0.99) / 1e3;
+    st[S_P999] = (double)bench_pct_sorted(b->scratch, m, 0.999) / 1e3;
+}

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/sojourn_stats.c - rp-bench-sojourn's statistics: per run (sojourn percentiles
+ * from the scheduled arrival, service, stalls, generator lateness, dispatch
+ * delay), over runs (medians of a cell, medians of the per-run ratios to the
+ * central queue of the same repetition, the queueing models' means), and
+ * the per-run event lists --json writes (interrupted jobs, late submits,
+ * late wake-ups; each list bounded, marked truncated when full).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sojourn.h"
+
+/* ---- one run ---- */
+
+/* Lateness percentiles of the generator over the measured jobs. */
+static void late_stats(double *st, const workload *w, const buffers *b, size_t warm)
+{
+    size_t m = w->n - warm;
+
+    memcpy(b->scratch, b->late + warm, m * sizeof *b->scratch);
+    bench_sort_i64(b->scratch, m);
+    st[S_LATE50] = (double)bench_pct_sorted(b->scratch, m, 0.50) / 1e3;
+    st[S_LATE99] = (double)bench_pct_sorted(b->scratch, m, 0.99) / 1e3;
+}
+
+static const job *order_jobs; /* qsort context of by_worker_start() */
+
+static int by_worker_start(const void *a, const void *b)
+{
+    const job *x = &order_jobs[*(const size_t *)a], *y = &order_jobs[*(const size_t *)b];
+
+    if (x->worker != y->worker)
+        return x->worker < y->worker ? -1 : 1;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+/*
+ * Dispatch delay of a job: its start minus the later of its submission and
+ * the end of the previous job on the same worker - the time it could have
+ * been running but was not.  For a job that finds its worker asleep this is
+ * the wake-up; for a queued one, the hand-over; for a stolen one, the time
+ * until a thief found it.
+ */
+static void dispatch_stats(double *st, const workload *w, const buffers *b, int64_t t0,
+                           size_t warm)
+{
+    int64_t prev_done[ROUTEES];
+    size_t m = 0;
+    double sum = 0;
+
+    for (size_t i = 0; i < w->n; i++)
+        b->order[i] = i;
+    order_jobs = b->jobs;
+    qsort(b->order, w->n, sizeof *b->order, by_worker_start);
+    for (size_t k = 0; k < ROUTEES; k++)
+        prev_done[k] = INT64_MIN;
+    for (size_t k = 0; k < w->n; k++) {
+        size_t i = b->order[k];
+        const job *j = &b->jobs[i];
+        int64_t submit = t0 + w->offset[i] + b->late[i], ready;
+        if (j->worker < 0 || j->worker >= (int)ROUTEES)
+            continue;
+        ready = submit > prev_done[j->worker] ? submit : prev_done[j->worker];
+        b->idle_wait[i] = submit > prev_done[j->worker] ? j->start - submit : 0;
+        prev_done[j->worker] = j->done;
+        if (i >= warm)
+            sum += (double)(b->scratch[m++] = j->start - ready);
+    }
+    bench_sort_i64(b->scratch, m);
+    st[S_DISP] = m ? sum / (double)m / 1e3 : 0;
+    st[S_DISP99] = (double)bench_pct_sorted(b->scratch, m, 0.99) / 1e3;
+}
+
+void run_stats(double *st, const config *cfg, const workload *w,
+                      const buffers *b, int64_t t0)
+{
+    size_t warm = cfg->warmup, m = w->n - warm;
+    double sum = 0, svc = 0, stall = 0;
+    int64_t last_done = 0, stall_max = 0;
+
+    for (size_t i = warm; i < w->n; i++) {
+        const job *j = &b->jobs[i];
+        int64_t soj = j->done - (t0 + w->offset[i]);
+        /* A job that took 20 us more than its CPU cost was interrupted. */
+        int64_t extra = j->done - j->start - (int64_t)((w->is_long[i] ? LONG_US : SHORT_US) * 1e3);
+        b->scratch[i - warm] = soj;
+        sum += (double)soj;
+        svc += (double)(j->done - j->start);
+        stall += extra > STALL_NS ? (double)extra : 0;
+        stall_max = extra > stall_max ? extra : stall_max;
+        last_done = j->done > last_done ? j->done : last_done;
+    }
+    st[S_STALL] = 1000 * stall / (ROUTEES * (double)(last_done - (t0 + w->offset[warm])));
+    st[S_STALLMAX] = (double)stall_max / 1e3;
+    st[S_MEAN] = sum / (double)m / 1e3;
+    st[S_SVC] = svc / (double)m / 1e3;
+    st[S_UTIL] = svc / (ROUTEES * (double)(last_done - (t0 + w->offset[warm])));
+    bench_sort_i64(b->scratch, m);
+    st[S_P50] = (double)bench_pct_sorted(b->scratch, m, 0.50) / 1e3;
+    st[S_P99] = (double)bench_pct_sorted(b->scratch, m, 0.99) / 1e3;
+    st[S_P999] = (double)bench_pct_sorted(b->scratch, m, 0.999) / 1e3;
+    late_stats(st, w, b, warm);
+    dispatch_stats(st, w, b, t0, warm);
+}
+
+/* ---- over runs ---- */
+
+double median_of(table t, int li, enum variant v, int reps, enum stat s)
+{
+    double x[MAX_REPS];
+
+    for (int r = 0; r < reps; r++)
+        x[r] = t[li][v][r][s];
+    return bench_median(x, (size_t)reps);
+}
+
+double median_stat(int li, enum variant v, int reps, enum stat s)
+{
+    return median_of(results, li, v, reps, s);
+}
+
+/* Median (and range) of the per-run ratios to the central queue. */
+double ratio_of(table t, int li, enum variant v, int reps, enum stat s,
+                       double *lo, double *hi)
+{
+    double x[MAX_REPS], med;
+
+    for (int r = 0; r < reps; r++)
+        x[r] = t[li][v][r][s] / t[li][V_CENTRAL][r][s];
+    med = bench_median(x, (size_t)reps); /* sorts x */
+
+    if (lo)
+        *lo = x[0];
+    if (hi)
+        *hi = x[reps - 1];
+    return med;
+}
+
+double ratio_stat(int li, enum variant v, int reps, enum stat s, double *lo, double *hi)
+{
+    return ratio_of(results, li, v, reps, s, lo, hi);
+}
+
+/* Mean sojourn anchors, in us: M/G/1 per routee (Pollaczek-Khinchine, exact
+ * for random routing) and M/G/2 central (Lee-Longton approximation). */
+void model_means(double load, double *mg1, double *mg2)
+{
+    double es = MEAN_US;
+    double es2 = (1 - LONG_SHARE) * SHORT_US * SHORT_US + LONG_SHARE * LONG_US * LONG_US;
+    double c2 = es2 / (es * es) - 1;
+    double pwait = 2 * load * load / (1 + load); /* Erlang C, k = 2 */
+
+    *mg1 = load * es2 / (2 * es * (1 - load)) + es;
+    *mg2 = (1 + c2) / 2 * pwait * es / (2 * (1 - load)) + es;
+}
+
+/* ---- event lists ---- */
+
+/* Append (job at, ns) to l; false when l is full (then it is truncated). */
+static bool list_add(stall_list *l, size_t at, int64_t ns)
+{
+    if (l->n == l->max) {
+        l->truncated = true;
+        return false;
+    }
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 256;
+        uint32_t *idx = realloc(l->job, cap * sizeof *idx);
+        float *ex = idx ? realloc(l->extra_us, cap * sizeof *ex) : NULL;
+
+        if (idx)
+            l->job = idx;
+        if (!ex) {
+            fprintf(stderr, "rp-bench-sojourn: out of memory\n");
+            exit(1);
+        }
+        l->extra_us = ex;
+        l->cap = cap;
+    }
+    l->job[l->n] = (uint32_t)at;
+    l->extra_us[l->n++] = (float)((double)ns / 1e3);
+    return true;
+}
+
+/* The run's interruptions into *l (replacing what it held). */
+void record_stalls(stall_list *l, const workload *w, const buffers *b)
+{
+    *l = (stall_list){.job = l->job, .extra_us = l->extra_us, .cap = l->cap,
+                      .max = STALL_MAX_EVENTS};
+    for (size_t i = 0; i < w->n; i++) {
+        const job *j = &b->jobs[i];
+        int64_t extra = j->done - j->start - (int64_t)((w->is_long[i] ? LONG_US : SHORT_US) * 1e3);
+        if (extra > STALL_NS && !list_add(l, i, extra))
+            break;
+    }
+}
+
+/* The run's late wake-ups into *l. */
+void record_wakes(stall_list *l, const workload *w, const buffers *b)
+{
+    *l = (stall_list){.job = l->job, .extra_us = l->extra_us, .cap = l->cap,
+                      .max = WAKE_MAX_EVENTS};
+    for (size_t i = 0; i < w->n; i++)
+        if (b->idle_wait[i] > WAKE_NS && !list_add(l, i, b->idle_wait[i]))
+            break;
+}
+
+/* The run's late generator submissions into *l, the mean of the
+ * generators' others into *base. */
+void record_lates(stall_list *l, double *base, const workload *w, const buffers *b)
+{
+    double sum = 0;
+    size_t n = 0;
+
+    *l = (stall_list){.job = l->job, .extra_us = l->extra_us, .cap = l->cap,
+                      .max = LATE_MAX_EVENTS};
+    for (size_t i = 0; i < w->n; i++) {
+        if (b->by_routee[i])
+            continue;
+        if (b->late[i] <= LATE_NS || !list_add(l, i, b->late[i])) {
+            sum += (double)(b->late[i] > 0 ? b->late[i] : 0);
+            n++;
+        }
+    }
+    *base = n ? sum / (double)n / 1e3 : 0;
+}

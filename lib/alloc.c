@@ -239,6 +239,7 @@ static void *grow(rp__freelist *fl)
         return NULL;
     s->bytes = bytes;
     s->nrecs = nrecs;
+    rp__tsan_release(s); /* the header, for a trim (take_slabs) */
     atomic_fetch_add_explicit(&fl->records, nrecs, memory_order_relaxed);
     rp__tsan_ignore_begin();
     ck_stack_push_upmc(&fl->slabs, &s->link);
@@ -365,8 +366,10 @@ static slab **take_slabs(rp__freelist *fl, size_t *count, size_t *bytes)
         return NULL;
     }
     n = 0;
-    for (e = head; e; e = e->next)
+    for (e = head; e; e = e->next) {
+        rp__tsan_acquire(e); /* pairs with grow()'s release */
         v[n++] = (slab *)e;
+    }
     sort_slabs(v, n);
     *count = n;
     return v;

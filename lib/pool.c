@@ -709,13 +709,18 @@ static bool trim_due(const rp_routee *r)
                                     rp__lane_trim_due(&r->mb.stealable, r->pool->trim_keep));
 }
 
-/* Trim both lanes; the memory back to the system when any slab went. */
+/* Trim the lanes that are due; the memory back to the system when any
+ * slab went. */
 static void trim_lanes(rp_routee *r)
 {
-    long a = rp__lane_trim(&r->mb.pinned, r->pool->trim_keep, trim_quiescent, r);
-    long b = rp__lane_trim(&r->mb.stealable, r->pool->trim_keep, trim_quiescent, r);
+    rp__lane *lanes[2] = {&r->mb.pinned, &r->mb.stealable};
+    bool freed = false;
 
-    if (a > 0 || b > 0)
+    for (int i = 0; i < 2; i++)
+        if (rp__lane_trim_due(lanes[i], r->pool->trim_keep) &&
+            rp__lane_trim(lanes[i], r->pool->trim_keep, trim_quiescent, r) > 0)
+            freed = true;
+    if (freed)
         rp__arena_release(&r->pool->arena);
 }
 
@@ -864,6 +869,9 @@ static void *routee_main(void *p)
     set_busy(r, &busy, false);
     atomic_thread_fence(memory_order_seq_cst);
     notify_idle(r->pool);
+    /* It touches no lane any more: odd for good, so trims need not wait
+     * for it (trim_quiescent). */
+    atomic_fetch_add_explicit(&r->sleep_gen, 1, memory_order_seq_cst);
     return NULL;
 }
 

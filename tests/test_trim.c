@@ -59,6 +59,18 @@ static uint64_t records(rp_pool *pool)
     return sum;
 }
 
+/* The pool's private-arena bytes (0 without jemalloc). */
+static uint64_t arena_bytes(rp_pool *pool)
+{
+    rp_metrics m;
+    uint64_t v;
+
+    cr_assert_eq(rp_metrics_snapshot(pool, &m), 0);
+    v = m.memory_bytes;
+    rp_metrics_release(&m);
+    return v;
+}
+
 /* Poll until records <= bound (generous deadline); the last count. */
 static uint64_t wait_records_at_most(rp_pool *pool, uint64_t bound, int timeout_ms)
 {
@@ -120,11 +132,20 @@ Test(trim, steady_state_below_the_reserve_carves_no_record_after_a_trim)
 {
     rp_pool *pool = trim_pool(1, 20);
     atomic_int ran = 0, ran2 = 0;
-    uint64_t before;
+    uint64_t before, bytes;
 
     burst(pool, 100000, &ran);
     cr_assert_leq(wait_records_at_most(pool, BOUND, 10000), (uint64_t)BOUND);
+    /* The trim may still be finishing: until two readings agree. */
     before = records(pool);
+    bytes = arena_bytes(pool);
+    for (int64_t end = now_ms() + 10000; now_ms() < end;) {
+        sleep_ms(50);
+        if (records(pool) == before && arena_bytes(pool) == bytes)
+            break;
+        before = records(pool);
+        bytes = arena_bytes(pool);
+    }
     /* Batches well inside the reserve, waited for one by one. */
     for (int round = 0; round < 200; round++) {
         for (int i = 0; i < RESERVE / 4; i++)
@@ -134,6 +155,8 @@ Test(trim, steady_state_below_the_reserve_carves_no_record_after_a_trim)
     cr_assert_eq(atomic_load(&ran2), 200 * (RESERVE / 4));
     cr_assert_eq(records(pool), before, "records %llu -> %llu: the steady state allocated",
                  (unsigned long long)before, (unsigned long long)records(pool));
+    cr_assert_leq(arena_bytes(pool), bytes, "the arena grew: %llu -> %llu bytes",
+                 (unsigned long long)bytes, (unsigned long long)arena_bytes(pool));
     rp_pool_destroy(pool);
 }
 

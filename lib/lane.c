@@ -196,6 +196,7 @@ static void make_mags(rp__lane *lane)
             atomic_fetch_sub_explicit(&lane->mags, 1, memory_order_relaxed);
             return;
         }
+        rp__tsan_release(&m->all); /* its fields, for a trim's free_doomed() */
         rp__tsan_ignore_begin();
         ck_stack_push_upmc(&lane->all, &m->all);
         rp__tsan_ignore_end();
@@ -773,6 +774,7 @@ static void free_doomed(rp__lane *lane)
     rp__tsan_ignore_end();
     while (e) {
         rp__lane_mag *m = (rp__lane_mag *)((char *)e - offsetof(rp__lane_mag, all));
+        rp__tsan_acquire(e); /* pairs with make_mags' release */
         e = e->next;
         if (m->doomed) {
             rp__arena_free(lane->arena, m, sizeof *m, RP_CACHELINE);

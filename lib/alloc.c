@@ -376,11 +376,18 @@ static slab **take_slabs(rp__freelist *fl, size_t *count, size_t *bytes)
 }
 
 /* The index in the sorted v[0..n) of the slab holding rec (n: none);
- * end[k]: where slab k's records end (read before any slab is freed). */
-static size_t slab_of(slab *const *v, const uintptr_t *end, size_t n, const void *rec)
+ * end[k]: where slab k's records end (read before any slab is freed).
+ * *hint: the last answer, tried first (records freed one after another
+ * mostly share a slab: 10 M records took 3 passes of binary search, over
+ * a second). */
+static size_t slab_of(slab *const *v, const uintptr_t *end, size_t n, const void *rec,
+                      size_t *hint)
 {
     size_t lo = 0, hi = n;
     uintptr_t r = (uintptr_t)rec;
+
+    if (*hint < n && r >= (uintptr_t)v[*hint] && r < end[*hint])
+        return *hint;
 
     while (lo < hi) { /* the last slab starting at or before rec */
         size_t mid = lo + (hi - lo) / 2;
@@ -391,7 +398,7 @@ static size_t slab_of(slab *const *v, const uintptr_t *end, size_t n, const void
     }
     if (lo == 0 || r >= end[lo - 1])
         return n;
-    return lo - 1;
+    return *hint = lo - 1;
 }
 
 /* Free the slabs all of whose records were counted, down to keep records
@@ -420,7 +427,7 @@ static size_t free_full_slabs(rp__freelist *fl, slab **v, size_t *count, size_t 
 
 size_t rp__freelist_trim(rp__freelist *fl, void **recs, size_t n, size_t keep)
 {
-    size_t count = 0, bytes = 0, freed = 0;
+    size_t count = 0, bytes = 0, freed = 0, hint = 0;
     slab **v = take_slabs(fl, &count, &bytes);
     uintptr_t *end = v ? (uintptr_t *)(v + (count ? count : 1)) : NULL;
     size_t *in = v ? (size_t *)(end + (count ? count : 1)) : NULL;
@@ -430,7 +437,7 @@ size_t rp__freelist_trim(rp__freelist *fl, void **recs, size_t n, size_t keep)
             end[k] = (uintptr_t)v[k] + slab_header(fl) + fl->size * v[k]->nrecs;
         /* Count each slab's records (the arena zeroed the counts). */
         for (size_t j = 0; j < n; j++) {
-            size_t k = slab_of(v, end, count, recs[j]);
+            size_t k = slab_of(v, end, count, recs[j], &hint);
             if (k < count)
                 in[k]++;
         }
@@ -439,7 +446,7 @@ size_t rp__freelist_trim(rp__freelist *fl, void **recs, size_t n, size_t keep)
     /* The records of the slabs kept back on the freelist (slab_of()
      * compares addresses only: it never reads a freed slab). */
     for (size_t j = 0; j < n; j++) {
-        size_t k = v ? slab_of(v, end, count, recs[j]) : count;
+        size_t k = v ? slab_of(v, end, count, recs[j], &hint) : count;
         if (!v || k == count || in[k] != SIZE_MAX)
             rp__freelist_put(fl, recs[j]);
     }

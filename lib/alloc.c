@@ -55,6 +55,19 @@ __attribute__((constructor)) static void detect_prefetchw(void)
 #ifndef USE_LIBC
 #define USE_LIBC 0
 #endif
+/* ASan and TSan replace malloc: glibc's own allocator is then never set
+ * up, and a malloc_trim() from a thread made that thread's exit abort
+ * ("a->attached_threads > 0", test_idle under ASan). */
+#if USE_LIBC || defined(__SANITIZE_THREAD__)
+#define SANITIZER_MALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SANITIZER_MALLOC 1
+#endif
+#endif
+#ifndef SANITIZER_MALLOC
+#define SANITIZER_MALLOC 0
+#endif
 
 /* Bound by the dynamic linker when the program or LD_PRELOAD brought
  * jemalloc; NULL otherwise (never called then). */
@@ -134,9 +147,10 @@ void rp__arena_release(const rp__arena *a)
         return;
     }
 #if defined(__GLIBC__)
-    /* Measured (rp-bench-memory, C allocator): without it glibc kept every
-     * freed slab resident. */
-    (void)malloc_trim(0);
+    /* Measured (stress_trim, C allocator): without it glibc kept every
+     * freed slab resident.  Not under a sanitizer's malloc (above). */
+    if (!SANITIZER_MALLOC)
+        (void)malloc_trim(0);
 #endif
 }
 

@@ -55,7 +55,8 @@ void rp__arena_free(const rp__arena *a, void *p, size_t size, size_t align);
 /* Give the memory freed back to the system now: jemalloc mode purges the
  * private arena's dirty pages (mallctl "arena.<i>.purge"); the fallback
  * calls glibc's malloc_trim(0), which returns the free pages inside the
- * heap too (glibc keeps freed 8 KiB blocks otherwise).  Slow (system
+ * heap too (glibc keeps freed blocks otherwise), except under ASan or
+ * TSan, whose own malloc it does not drive.  Slow (system
  * calls): for rare paths such as a lane's trim.  Thread-safe. */
 void rp__arena_release(const rp__arena *a);
 /* Bytes the private arena has handed out and not taken back, from

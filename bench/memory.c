@@ -7,8 +7,11 @@
  *    Reported per job: the process's RSS delta (/proc/self/statm) and the
  *    delta of the pool's private-arena bytes (rp_metrics.memory_bytes).
  *    Then the gate opens, every job runs (the count is checked exactly),
- *    and both are read again after the drain and after rp_pool_destroy():
- *    does the pool keep the memory of its high-water backlog?
+ *    and both are read again after the drain, 0.25, 0.5 and 1 s after the
+ *    pool went idle, and after rp_pool_destroy(): does an idle pool give
+ *    the memory of its high-water backlog back (issue 18, target 5: RSS
+ *    within 10 % of its pre-burst level within 1 s of going idle; the
+ *    routee trims its lanes after rp_pool_options.trim_idle_ms)?
  * 2. Allocations per job in steady state (target 0): after a warm-up round
  *    in batches of 2 * BATCH (so the mailbox freelists reach a high-water
  *    mark the measured round never passes), jobs are submitted in batches
@@ -162,34 +165,57 @@ static void row(const char *cas, const char *metric, const char *unit, double v)
     bench_csv_row(BENCH, cas, metric, unit, v, v, v, 1);
 }
 
+#define IDLE_READS 3
+static const int idle_read_ms[IDLE_READS] = {250, 500, 1000};
+
+/* rss/arena: [0] before, [1] queued, [2] drained, [3..5] idle reads, [6]
+ * destroyed (RSS only). */
 static void queued_report(uint64_t n, const double *rss, const double *arena, double submit_ns)
 {
     const double dn = (double)n;
+    bool met = rss[2 + IDLE_READS] <= 1.10 * rss[0];
 
     printf("\n## 1. Memory per queued job (%llu empty jobs behind a gate, 1 routee, unbounded)\n\n",
            (unsigned long long)n);
     printf("| reading | RSS MiB | arena MiB | RSS bytes/job | arena bytes/job |\n|---|---:|---:|---:|---:|\n");
     printf("| before (gate job running) | %.1f | %.1f | | |\n", rss[0] / 1048576, arena[0] / 1048576);
-    printf("| %llu jobs queued | %.1f | %.1f | %.1f | %.1f |\n", (unsigned long long)n,
+    printf("| %llu jobs queued (the peak) | %.1f | %.1f | %.1f | %.1f |\n", (unsigned long long)n,
            rss[1] / 1048576, arena[1] / 1048576, (rss[1] - rss[0]) / dn, (arena[1] - arena[0]) / dn);
     printf("| after the drain (all ran) | %.1f | %.1f | %.1f | %.1f |\n", rss[2] / 1048576,
            arena[2] / 1048576, (rss[2] - rss[0]) / dn, (arena[2] - arena[0]) / dn);
-    printf("| after rp_pool_destroy | %.1f | - | %.1f | - |\n", rss[3] / 1048576,
-           (rss[3] - rss[0]) / dn);
+    for (int i = 0; i < IDLE_READS; i++)
+        printf("| %.2f s idle | %.1f | %.1f | %.1f | %.1f |\n", idle_read_ms[i] / 1000.0,
+               rss[3 + i] / 1048576, arena[3 + i] / 1048576, (rss[3 + i] - rss[0]) / dn,
+               (arena[3 + i] - arena[0]) / dn);
+    printf("| after rp_pool_destroy | %.1f | - | %.1f | - |\n", rss[3 + IDLE_READS] / 1048576,
+           (rss[3 + IDLE_READS] - rss[0]) / dn);
     printf("\nsubmit: %.1f ns/job into the blocked routee's mailbox.\n", submit_ns);
-    printf("After the drain the pool %s %.0f%% of the queued jobs' arena bytes: %s\n",
-           arena[2] > arena[0] + 0.5 * (arena[1] - arena[0]) ? "keeps" : "keeps only",
-           arena[1] > arena[0] ? 100.0 * (arena[2] - arena[0]) / (arena[1] - arena[0]) : 0.0,
-           arena[2] > arena[0] + 0.5 * (arena[1] - arena[0])
-               ? "job records stay on the lanes' freelists and magazines (high-water mark) "
-                 "until rp_pool_destroy()."
-               : "the freelists returned it.");
+    printf("Target 5 (RSS within 10%% of pre-burst within 1 s of going idle): %s "
+           "(%.1f MiB after 1 s against %.1f MiB before: %+.1f%%; the peak was %.1f MiB)\n",
+           met ? "MET" : "NOT MET", rss[2 + IDLE_READS] / 1048576, rss[0] / 1048576,
+           100.0 * (rss[2 + IDLE_READS] - rss[0]) / rss[0], rss[1] / 1048576);
+    if (!met)
+        failures++;
     row("queued job RSS delta", "bytes/job", "bytes", (rss[1] - rss[0]) / dn);
     row("queued job arena delta", "bytes/job", "bytes", (arena[1] - arena[0]) / dn);
     row("after drain RSS delta", "bytes/job", "bytes", (rss[2] - rss[0]) / dn);
     row("after drain arena delta", "bytes/job", "bytes", (arena[2] - arena[0]) / dn);
-    row("after destroy RSS delta", "bytes/job", "bytes", (rss[3] - rss[0]) / dn);
+    row("1 s idle RSS over pre-burst", "percent", "%", 100.0 * (rss[2 + IDLE_READS] - rss[0]) / rss[0]);
+    row("after destroy RSS delta", "bytes/job", "bytes", (rss[3 + IDLE_READS] - rss[0]) / dn);
     row("submit into blocked routee", "ns/job", "ns", submit_ns);
+}
+
+/* The idle reads: RSS and arena at idle_read_ms after t_idle (ns). */
+static void idle_reads(rp_pool *pool, int64_t t_idle, double *rss, double *arena)
+{
+    for (int i = 0; i < IDLE_READS; i++) {
+        int64_t left = t_idle + (int64_t)idle_read_ms[i] * 1000000 - bench_now_ns();
+
+        if (left > 0)
+            sleep_ms((int)(left / 1000000));
+        rss[i] = rss_bytes();
+        arena[i] = arena_bytes(pool);
+    }
 }
 
 static void bench_queued(uint64_t n)
@@ -197,7 +223,7 @@ static void bench_queued(uint64_t n)
     bench_gate g;
     _Atomic uint64_t ran = 0;
     rp_pool *pool = make_pool(1, "memq", rp_strategy_round_robin());
-    double rss[4], arena[4];
+    double rss[4 + IDLE_READS], arena[3 + IDLE_READS];
     int64_t t0;
 
     bench_gate_init(&g);
@@ -224,9 +250,10 @@ static void bench_queued(uint64_t n)
     }
     rss[2] = rss_bytes();
     arena[2] = arena_bytes(pool);
+    idle_reads(pool, bench_now_ns(), &rss[3], &arena[3]);
     rp_pool_destroy(pool);
     bench_gate_destroy(&g);
-    rss[3] = rss_bytes();
+    rss[3 + IDLE_READS] = rss_bytes();
     printf("# %llu of %llu queued jobs ran (exact)\n", (unsigned long long)n,
            (unsigned long long)n);
     queued_report(n, rss, arena, (double)t0 / (double)n);

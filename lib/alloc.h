@@ -52,6 +52,13 @@ void rp__arena_destroy(rp__arena *a);
 void *rp__arena_alloc(const rp__arena *a, size_t size, size_t align);
 /* Free what rp__arena_alloc(a, size, align) returned; p may be NULL. */
 void rp__arena_free(const rp__arena *a, void *p, size_t size, size_t align);
+/* Give the memory freed back to the system now: jemalloc mode purges the
+ * private arena's dirty pages (mallctl "arena.<i>.purge"); the fallback
+ * calls glibc's malloc_trim(0), which returns the free pages inside the
+ * heap too (glibc keeps freed blocks otherwise), except under ASan or
+ * TSan, whose own malloc it does not drive.  Slow (system
+ * calls): for rare paths such as a lane's trim.  Thread-safe. */
+void rp__arena_release(const rp__arena *a);
 /* Bytes the private arena has handed out and not taken back, from
  * jemalloc's statistics; 0 in the fallback.  Thread-safe. */
 size_t rp__arena_allocated(const rp__arena *a);
@@ -69,7 +76,7 @@ size_t rp__arena_allocated(const rp__arena *a);
 typedef struct rp__freelist {
     /* pop_mpmc / push_mpmc: generation-tagged, so cmpxchg16b: 16-aligned. */
     ck_stack_t free __attribute__((aligned(16)));
-    ck_stack_t slabs; /* push-only until destroy */
+    ck_stack_t slabs; /* pushed by growth; taken apart only by a trim */
     const rp__arena *arena;
     size_t size;      /* record size, a multiple of align */
     size_t align;
@@ -83,8 +90,22 @@ void rp__freelist_init(rp__freelist *fl, const rp__arena *arena, size_t size,
 /* A record (contents as last left, zero when fresh); NULL: out of memory.
  * Thread-safe. */
 void *rp__freelist_get(rp__freelist *fl);
+/* A free record, or NULL when none is free (never grows).  Thread-safe. */
+void *rp__freelist_pop(rp__freelist *fl);
 /* Return a record.  Thread-safe. */
 void rp__freelist_put(rp__freelist *fl, void *rec);
+/* Records carved and not freed (the slabs' total).  A hint. */
+size_t rp__freelist_records(const rp__freelist *fl);
+/*
+ * Trim: free the slabs every record of which is in recs[0..n), while the
+ * freelist keeps at least keep records; the other records of recs go back
+ * to the freelist.  The caller guarantees that no thread can reach any
+ * record of recs any more, not even through a stale pointer (lane.c,
+ * "Trimming"): this is the only exception to type stability.  Runs
+ * concurrently with gets, puts and growth; one trim at a time.  Returns
+ * the records freed (0 also when a temporary array could not be made).
+ */
+size_t rp__freelist_trim(rp__freelist *fl, void **recs, size_t n, size_t keep);
 /* Free every slab.  No other thread may use the freelist any more. */
 void rp__freelist_destroy(rp__freelist *fl);
 

@@ -79,6 +79,32 @@
  * the real tail is at or after it, and the head is not the tail: the
  * owner walks up to seen_tail without reading the tail line.  Thieves and
  * evicting producers always read it.
+ * Trimming.  Type stability is what makes the stale reads above safe, so
+ * a record's slab may go back to the allocator only when no thread can
+ * reach any of its records, not even through a stale pointer.  Every
+ * stale pointer into a lane is held by an operation in progress on it -
+ * a push (its tail snapshot, a freelist pop's head), a pop or steal (its
+ * head snapshot and the links walked from it), a peek - and every
+ * operation starts from the lane's live state: the head, the tail, the
+ * freelist, the magazines.  rp__lane_trim(), run by the idle owner, first
+ * takes every free record out of that state (the magazine it fills, the
+ * full, returned and shared magazines, the empty ones, the freelist):
+ * from then on no operation that starts can reach them (a detached record
+ * is in no queue, so no live link leads to it, and it is handed to no
+ * producer).  Then it asks its caller whether every operation that was in
+ * progress is over (pool.c, trim_quiescent(): the mailbox's depth is 0,
+ * read released-first, so every producer that reserved has linked its
+ * job and touches no record any more; no producer is evicting; every
+ * other routee is asleep or slept since).  Only then are the slabs all of
+ * whose records were taken freed (rp__freelist_trim), down to the
+ * reserve, with the magazines beyond what the remaining records need;
+ * everything else goes back.  The magazine a live producer thread holds
+ * in own[] is not touched (its holder uses it without atomics): up to
+ * RP__LANE_MAG records per such thread stay, and their slabs with them;
+ * those of exited threads are taken (the trim claims their free producer
+ * indexes meanwhile, producer.c).  Nothing of this is on a job's path:
+ * a trim costs the owner a pass over its free records, once per idle
+ * period after a growth.
  */
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -187,6 +213,7 @@ static void make_mags(rp__lane *lane)
             atomic_fetch_sub_explicit(&lane->mags, 1, memory_order_relaxed);
             return;
         }
+        rp__tsan_release(&m->all); /* its fields, for a trim's free_doomed() */
         rp__tsan_ignore_begin();
         ck_stack_push_upmc(&lane->all, &m->all);
         rp__tsan_ignore_end();
@@ -213,6 +240,7 @@ int rp__lane_init(rp__lane *lane, const rp__arena *arena)
     lane->filling = NULL;
     lane->seen_tail = NULL;
     lane->seen_gen = NULL;
+    lane->trimmed_at = 0;
     atomic_init(&lane->mags, 0);
     stub = rp__freelist_get(&lane->recs);
     if (!stub)
@@ -687,4 +715,159 @@ int rp__lane_empty(rp__lane *lane)
     ck_fifo_mpmc_entry_t *head = ck_pr_load_ptr(&lane->fifo.head.pointer);
 
     return ck_pr_load_ptr(&head->next.pointer) == NULL;
+}
+
+/* ---- Trimming (see the top) ---- */
+
+/* What a trim took out of reach: free records and magazines. */
+typedef struct detached {
+    void **recs;
+    size_t n, cap;
+    rp__lane_mag **mags;
+    size_t nmags, capmags;
+} detached;
+
+/* A magazine's records into d (those beyond d's room back to the
+ * freelist), and the magazine itself (back to empty when d is full). */
+static void hold_mag(rp__lane *lane, detached *d, rp__lane_mag *m)
+{
+    for (unsigned i = 0; i < m->n; i++) {
+        rp__tsan_acquire(m->recs[i]); /* pairs with mag_add's release */
+        if (d->n < d->cap)
+            d->recs[d->n++] = m->recs[i];
+        else
+            rp__freelist_put(&lane->recs, m->recs[i]);
+    }
+    m->n = 0;
+    m->doomed = false;
+    if (d->nmags < d->capmags)
+        d->mags[d->nmags++] = m;
+    else
+        mag_push(&lane->empty, m);
+}
+
+/* The magazines of the producer indexes no thread holds (their threads
+ * exited): claimed for the moment, so no thread takes the index meanwhile. */
+static void detach_idle_own(rp__lane *lane, detached *d)
+{
+    uint32_t idle = rp__producer_claim_idle();
+
+    for (int p = 0; p < RP__PRODUCERS; p++) {
+        if ((idle & (1u << p)) && lane->own[p]) {
+            hold_mag(lane, d, lane->own[p]);
+            lane->own[p] = NULL;
+        }
+    }
+    rp__producer_unclaim(idle);
+}
+
+/* Take every free record and magazine out of the lane's live state (all
+ * but the magazines live producer threads hold in own[]). */
+static void detach(rp__lane *lane, detached *d)
+{
+    rp__lane_mag *m;
+    void *rec;
+
+    if (lane->filling) {
+        hold_mag(lane, d, lane->filling);
+        lane->filling = NULL;
+    }
+    if ((m = atomic_exchange_explicit(&lane->taking, NULL, memory_order_acq_rel)))
+        hold_mag(lane, d, m);
+    if ((m = atomic_exchange_explicit(&lane->returned, NULL, memory_order_acq_rel)))
+        hold_mag(lane, d, m);
+    while ((m = mag_pop(&lane->full)) != NULL)
+        hold_mag(lane, d, m);
+    while ((m = mag_pop(&lane->empty)) != NULL)
+        hold_mag(lane, d, m);
+    while (d->n < d->cap && (rec = rp__freelist_pop(&lane->recs)) != NULL)
+        d->recs[d->n++] = rec;
+    detach_idle_own(lane, d);
+}
+
+/* Free the doomed magazines: off the all list, then to the allocator. */
+static void free_doomed(rp__lane *lane)
+{
+    ck_stack_entry_t *e;
+
+    rp__tsan_ignore_begin();
+    e = ck_stack_batch_pop_upmc(&lane->all);
+    rp__tsan_ignore_end();
+    while (e) {
+        rp__lane_mag *m = (rp__lane_mag *)((char *)e - offsetof(rp__lane_mag, all));
+        rp__tsan_acquire(e); /* pairs with make_mags' release */
+        e = e->next;
+        if (m->doomed) {
+            rp__arena_free(lane->arena, m, sizeof *m, RP_CACHELINE);
+            continue;
+        }
+        rp__tsan_ignore_begin();
+        ck_stack_push_upmc(&lane->all, &m->all);
+        rp__tsan_ignore_end();
+    }
+}
+
+/* After the slabs: doom the held magazines the remaining records do not
+ * need (make_mags' count), return the others. */
+static void settle_mags(rp__lane *lane, detached *d, bool quiescent)
+{
+    size_t want = rp__freelist_records(&lane->recs) / RP__LANE_MAG + 3;
+    size_t doomed = 0;
+
+    for (size_t i = 0; i < d->nmags; i++) {
+        size_t have = atomic_load_explicit(&lane->mags, memory_order_relaxed);
+
+        if (quiescent && have > want) {
+            d->mags[i]->doomed = true;
+            atomic_fetch_sub_explicit(&lane->mags, 1, memory_order_relaxed);
+            doomed++;
+            continue;
+        }
+        mag_push(&lane->empty, d->mags[i]);
+    }
+    if (doomed)
+        free_doomed(lane);
+}
+
+size_t rp__lane_records(const rp__lane *lane)
+{
+    return rp__freelist_records(&lane->recs);
+}
+
+bool rp__lane_trim_due(const rp__lane *lane, size_t keep)
+{
+    size_t have = rp__freelist_records(&lane->recs);
+
+    return have > keep + RECS_PER_SLAB && have != lane->trimmed_at;
+}
+
+long rp__lane_trim(rp__lane *lane, size_t keep, bool (*quiescent)(void *), void *ctx)
+{
+    detached d = {0};
+    size_t records = rp__freelist_records(&lane->recs);
+    long freed = -1;
+
+    d.cap = records + 4 * RECS_PER_SLAB;
+    d.capmags = atomic_load_explicit(&lane->mags, memory_order_relaxed) + 8;
+    /* In the pool's arena, which the trim's caller purges (a malloc()
+     * would leave these pages in the process's heap). */
+    d.recs = rp__arena_alloc(lane->arena, d.cap * sizeof *d.recs, RP_CACHELINE);
+    d.mags = rp__arena_alloc(lane->arena, d.capmags * sizeof *d.mags, RP_CACHELINE);
+    if (!d.recs || !d.mags) {
+        rp__arena_free(lane->arena, d.recs, d.cap * sizeof *d.recs, RP_CACHELINE);
+        rp__arena_free(lane->arena, d.mags, d.capmags * sizeof *d.mags, RP_CACHELINE);
+        return -1;
+    }
+    detach(lane, &d);
+    if (quiescent(ctx)) {
+        freed = (long)rp__freelist_trim(&lane->recs, d.recs, d.n, keep);
+        lane->trimmed_at = rp__freelist_records(&lane->recs);
+    } else {
+        for (size_t i = 0; i < d.n; i++)
+            rp__freelist_put(&lane->recs, d.recs[i]);
+    }
+    settle_mags(lane, &d, freed >= 0);
+    rp__arena_free(lane->arena, d.recs, d.cap * sizeof *d.recs, RP_CACHELINE);
+    rp__arena_free(lane->arena, d.mags, d.capmags * sizeof *d.mags, RP_CACHELINE);
+    return freed;
 }

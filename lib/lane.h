@@ -80,6 +80,7 @@ typedef struct rp__lane_mag {
     ck_stack_entry_t link; /* in full or empty */
     ck_stack_entry_t all;  /* in all, until the lane is destroyed */
     unsigned n;
+    bool doomed; /* a trim frees it (owner-only, during the trim) */
     rp__lane_rec *recs[RP__LANE_MAG];
 } rp__lane_mag;
 
@@ -113,6 +114,9 @@ typedef struct rp__lane {
      * else 0: see "Owner checks" above. */
     _Atomic uintptr_t owner;
 #endif
+    /* Records carved when the last trim completed (owner-only): a trim is
+     * due again only after the lane grew past it (rp__lane_trim_due). */
+    size_t trimmed_at;
 } rp__lane;
 
 /* Owner checks (see above): record the owner on the first owner-only
@@ -163,6 +167,19 @@ unsigned rp__lane_pop_owner_run(rp__lane *lane, rp__job *out, unsigned max);
 /* Owner, going idle: hand over the magazine it fills, however full, so
  * its records do not wait for its next busy period. */
 void rp__lane_flush(rp__lane *lane);
+
+/* Owner: whether the lane holds more than keep records and grew since
+ * its last trim. */
+bool rp__lane_trim_due(const rp__lane *lane, size_t keep);
+/* Owner, idle: give the slabs of the lane's free records back to the
+ * allocator, keeping at least keep records (lane.c, "Trimming").  Takes
+ * every free record and magazine out of reach, then asks quiescent(ctx)
+ * whether every lane operation that began before is over; only then are
+ * slabs and surplus magazines freed, else all goes back.  Returns the
+ * records freed, or -1 when quiescent() said no. */
+long rp__lane_trim(rp__lane *lane, size_t keep, bool (*quiescent)(void *), void *ctx);
+/* Records the lane has carved and not freed. */
+size_t rp__lane_records(const rp__lane *lane);
 
 /* Sequence number of the oldest job, UINT64_MAX when empty.  A hint: a
  * concurrent pop may take that job first. */

@@ -50,6 +50,7 @@ int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,
     mb->index = index;
     mb->metrics = false;
     atomic_init(&mb->expired, 0);
+    atomic_init(&mb->evicting, 0);
     rp__event_init(&mb->ev);
     if ((rc = rp__lane_init(&mb->pinned, arena)) < 0)
         return rc;
@@ -226,7 +227,13 @@ static int evict_and_enqueue(rp__mailbox *mb, rp__job *job)
         rp__job victim;
         int closed;
 
-        if (!pop_oldest(mb, &victim)) {
+        bool popped;
+
+        /* Seen by a trim (lane.c, "Trimming"): this dequeue holds no slot. */
+        atomic_fetch_add_explicit(&mb->evicting, 1, memory_order_seq_cst);
+        popped = pop_oldest(mb, &victim);
+        atomic_fetch_sub_explicit(&mb->evicting, 1, memory_order_release);
+        if (!popped) {
             if (try_reserve(mb))
                 break;
             sched_yield();

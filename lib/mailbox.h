@@ -48,6 +48,9 @@ struct rp__mailbox {
     _Atomic uint64_t stolen_from; /* taken by other routees */
     _Atomic uint64_t expired;     /* asks not run: deadline passed first */
     _Atomic uint64_t by_reason[RP_METRICS_REASONS]; /* hand-backs */
+    /* Producers inside a drop-head eviction (they dequeue without a
+     * reservation): a trim waits for 0 (lane.c, "Trimming"). */
+    _Atomic int evicting;
     /* Sampled at enqueue (one in RP_METRICS_SAMPLE): few writers. */
     bool metrics;
     const _Atomic unsigned *trace_sample; /* the pool's; 0: not tracing */

@@ -78,6 +78,8 @@ void rp_pool_options_init(rp_pool_options *opts)
     opts->idle_spin_us = RP_IDLE_SPIN_US_AUTO;
     opts->metrics = true;
     opts->strategy = rp_strategy_round_robin();
+    opts->record_reserve = RP_RECORD_RESERVE_DEFAULT;
+    opts->trim_idle_ms = RP_TRIM_IDLE_MS_DEFAULT;
 }
 
 void rp__pool_handback(void *p, void *arg, int reason)
@@ -198,7 +200,16 @@ static int validate(const rp_pool_options *o, unsigned *routees)
     if (o->idle_spin_us > RP_IDLE_SPIN_US_MAX && o->idle_spin_us != RP_IDLE_SPIN_US_AUTO)
         return rp__fail(RP_EINVAL, "rp_pool_create: opts.idle_spin_us must be 0..%u or "
                         "RP_IDLE_SPIN_US_AUTO (got %u)", RP_IDLE_SPIN_US_MAX, o->idle_spin_us);
-    return check_stack(o->stack_size) < 0 ? RP_EINVAL : check_cpus(o);
+    if (check_stack(o->stack_size) < 0 || check_cpus(o) < 0)
+        return RP_EINVAL;
+    if (o->record_reserve > RP_RECORD_RESERVE_MAX || o->trim_idle_ms > RP_TRIM_IDLE_MS_MAX)
+        return rp__fail(RP_EINVAL, "rp_pool_create: opts.%s must be 0..%zu (got %zu)",
+                        o->record_reserve > RP_RECORD_RESERVE_MAX ? "record_reserve" : "trim_idle_ms",
+                        o->record_reserve > RP_RECORD_RESERVE_MAX ? (size_t)RP_RECORD_RESERVE_MAX
+                                                                  : (size_t)RP_TRIM_IDLE_MS_MAX,
+                        o->record_reserve > RP_RECORD_RESERVE_MAX ? o->record_reserve
+                                                                  : (size_t)o->trim_idle_ms);
+    return 0;
 }
 
 /* The spin window for idle_spin_us: RP_IDLE_SPIN_US_AUTO spins only when
@@ -771,6 +782,82 @@ static bool yield_for_work(rp_routee *r)
     return spin_found(r, 0);
 }
 
+/*
+ * Whether every lane operation on r's lanes that began before the trim
+ * detached its free records is over (lane.c, "Trimming"): the depth read
+ * released-first is 0 (every producer that reserved has linked its job,
+ * after which it touches no record), no producer evicts, and every other
+ * routee sleeps (odd sleep_gen: between its last look and its wake-up it
+ * touches no lane but, trimming, its own).  The RMW orders the detach
+ * before these loads (TSan models no fences).
+ */
+static bool trim_quiescent(void *p)
+{
+    rp_routee *r = p;
+    rp_pool *pool = r->pool;
+
+    if (atomic_fetch_add_explicit(&r->mb.evicting, 0, memory_order_seq_cst) != 0 ||
+        rp__mailbox_depth(&r->mb) != 0)
+        return false;
+    for (unsigned i = 0; i < pool->n; i++)
+        if (&pool->routees[i] != r &&
+            !(atomic_load_explicit(&pool->routees[i].sleep_gen, memory_order_seq_cst) & 1))
+            return false;
+    return true;
+}
+
+static bool trim_due(const rp_routee *r)
+{
+    return r->pool->trim_ns > 0 && (rp__lane_trim_due(&r->mb.pinned, r->pool->trim_keep) ||
+                                    rp__lane_trim_due(&r->mb.stealable, r->pool->trim_keep));
+}
+
+/* Trim the lanes that are due; the memory back to the system when any
+ * slab went. */
+static void trim_lanes(rp_routee *r)
+{
+    rp__lane *lanes[2] = {&r->mb.pinned, &r->mb.stealable};
+    bool freed = false;
+
+    for (int i = 0; i < 2; i++)
+        if (rp__lane_trim_due(lanes[i], r->pool->trim_keep) &&
+            rp__lane_trim(lanes[i], r->pool->trim_keep, trim_quiescent, r) > 0)
+            freed = true;
+    if (freed)
+        rp__arena_release(&r->pool->arena);
+}
+
+/*
+ * The futex sleep, with sleep_gen odd throughout.  When a lane grew since
+ * its last trim the first sleep has a deadline (trim_idle_ms); still idle
+ * then, the routee trims (lane.c, "Trimming") and sleeps on, without a
+ * deadline once nothing is due.  A trim that found another routee awake
+ * is tried again a deadline later.
+ */
+static void sleep_and_trim(rp_routee *r, uint32_t v)
+{
+    /* RMWs (full barriers): a trimmer that reads the odd value before our
+     * wake-up is ordered before every lane load we make after it. */
+    atomic_fetch_add_explicit(&r->sleep_gen, 1, memory_order_seq_cst);
+    for (;;) {
+        struct timespec dl;
+        int64_t end;
+
+        if (!trim_due(r)) {
+            rp__event_wait(&r->mb.ev, v, NULL);
+            break;
+        }
+        end = rp__now_ns() + r->pool->trim_ns;
+        dl.tv_sec = (time_t)(end / 1000000000);
+        dl.tv_nsec = (long)(end % 1000000000);
+        rp__event_wait(&r->mb.ev, v, &dl);
+        if (rp__now_ns() < end || !rp__mailbox_empty(&r->mb) || rp__mailbox_closed(&r->mb))
+            break; /* woken (or spuriously): look for work */
+        trim_lanes(r);
+    }
+    atomic_fetch_add_explicit(&r->sleep_gen, 1, memory_order_seq_cst);
+}
+
 /* Sleep until there may be work, or a reason to exit. */
 static void idle_sleep(rp_routee *r, bool *searching)
 {
@@ -787,7 +874,7 @@ static void idle_sleep(rp_routee *r, bool *searching)
         !(pool->steal && any_stealable(r))) {
         notify_idle(pool);
         owner_add(&r->sleeps, 1);
-        rp__event_wait(&r->mb.ev, v, NULL);
+        sleep_and_trim(r, v);
     }
     rp__event_done(&r->mb.ev);
     if (pool->steal && !clear_idle(pool, r))
@@ -881,6 +968,9 @@ static void routee_loop(rp_routee *r)
     set_busy(r, &busy, false);
     atomic_thread_fence(memory_order_seq_cst);
     notify_idle(r->pool);
+    /* It touches no lane any more: odd for good, so trims need not wait
+     * for it (trim_quiescent). */
+    atomic_fetch_add_explicit(&r->sleep_gen, 1, memory_order_seq_cst);
 }
 
 /*
@@ -931,6 +1021,7 @@ static int init_routees(rp_pool *pool, const rp_pool_options *o)
         atomic_init(&r->run, 0);
         atomic_init(&r->stole, 0);
         atomic_init(&r->sleeps, 0);
+        atomic_init(&r->sleep_gen, 0);
         atomic_init(&r->rerouted, 0);
         r->spin_ns = pool->spin_ns;
         rc = rp__mailbox_init(&r->mb, &pool->arena, o->mailbox_capacity,
@@ -1114,6 +1205,8 @@ int rp_pool_create(rp_pool **out, const rp_pool_options *opts)
     pool->steal = opts->steal;
     pool->spin_ns = (int64_t)spin_us(opts->idle_spin_us, n) * 1000;
     pool->idle_yield = opts->idle_spin_us == RP_IDLE_SPIN_US_AUTO && pool->spin_ns == 0;
+    pool->trim_keep = opts->record_reserve;
+    pool->trim_ns = (int64_t)opts->trim_idle_ms * 1000000;
     pool->max_spinners = n / 2 ? n / 2 : 1;
     atomic_init(&pool->spinners, 0);
     atomic_init(&pool->searching, 0);

@@ -75,6 +75,8 @@ struct rp_pool {
     /* No spin window but RP_IDLE_SPIN_US_AUTO: yield once before sleeping
      * (yield_for_work in pool.c). */
     bool idle_yield;
+    size_t trim_keep; /* opts.record_reserve */
+    int64_t trim_ns;  /* opts.trim_idle_ms; 0: never trim */
     RP_ALIGNED _Atomic unsigned spinners;
     /* The thief search (wake_thief in pool.c): 0 when none, else
      * (start_ns << 1) | RP__SEARCH_WOKEN once its waker signalled. */

@@ -8,7 +8,9 @@
  * the thread exits (release).  The destructor also sets the thread's index
  * to -1 first, so a submit from another thread-specific-data destructor
  * that runs after ours uses the shared path instead of an index that a new
- * thread may already hold.
+ * thread may already hold.  A lane's trim claims every free index for a
+ * moment (rp__producer_claim_idle) to take the magazines exited threads
+ * left under them: while it holds them no thread can.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -70,4 +72,23 @@ int rp__producer_index_slow(void)
         return rp__producer_tls = i;
     }
     return -1;
+}
+
+uint32_t rp__producer_claim_idle(void)
+{
+    const uint32_t all = RP__PRODUCERS == 32 ? UINT32_MAX : (1u << RP__PRODUCERS) - 1;
+    uint32_t t = atomic_load_explicit(&taken, memory_order_relaxed);
+
+    while ((t & all) != all) {
+        /* Acquire: what the indexes' last holders did under them. */
+        if (atomic_compare_exchange_weak_explicit(&taken, &t, t | all, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return ~t & all;
+    }
+    return 0;
+}
+
+void rp__producer_unclaim(uint32_t claimed)
+{
+    atomic_fetch_and_explicit(&taken, ~claimed, memory_order_release);
 }

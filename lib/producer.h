@@ -22,6 +22,13 @@ extern _Thread_local int rp__producer_tls __attribute__((tls_model("initial-exec
 
 int rp__producer_index_slow(void);
 
+/* Claim every index no thread holds (a lane's trim: lane.c, "Trimming"),
+ * so none is taken until rp__producer_unclaim(); returns them as a bit
+ * mask (bit i: index i), 0 when all are held.  Thread-safe. */
+#include <stdint.h>
+uint32_t rp__producer_claim_idle(void);
+void rp__producer_unclaim(uint32_t claimed);
+
 /* This thread's producer index, or -1 when every index is taken. */
 static inline int rp__producer_index(void)
 {

@@ -40,6 +40,11 @@ struct rp_routee {
     RP_ALIGNED _Atomic uint64_t run; /* owner-only writes */
     _Atomic uint64_t stole; /* owner-only writes */
     _Atomic uint64_t sleeps; /* owner-only writes */
+    /* Odd while the routee sleeps (or trims its own lanes while asleep),
+     * even while it may touch other routees' lanes: a trim's proof that
+     * no thief is inside its lanes (lane.c, "Trimming").  Owner-only
+     * writes, twice per sleep. */
+    _Atomic uint32_t sleep_gen;
     _Atomic uint64_t rerouted;
     /* Metrics, owner-only writes (relaxed load + store). */
     /* busy_ns and busy_since under a seqlock (busy_seq odd while the owner

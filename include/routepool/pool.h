@@ -240,7 +240,29 @@ typedef struct rp_pool_options {
      *  the system cannot give fails rp_pool_create() with RP_ESYS.  The
      *  pool's timer thread keeps the default. */
     size_t stack_size;
+
+    /* Memory given back by an idle pool (docs/design.md, "Job records"). */
+    /** Job records each lane keeps when it trims (a routee has two lanes;
+     *  a record is 128 bytes, carved 63 to an 8 KiB slab): the working set
+     *  that allocates nothing once reached.  A lane that grew beyond it
+     *  (a burst) gives the slabs of its free records back to the
+     *  allocator once its routee has slept trim_idle_ms, down to this
+     *  reserve (rounded up to whole slabs; records that producers' own
+     *  magazines hold stay too).  Default RP_RECORD_RESERVE_DEFAULT (256:
+     *  32 KiB per lane).  At most RP_RECORD_RESERVE_MAX. */
+    size_t record_reserve;
+    /** Milliseconds a routee sleeps idle before its lanes trim (above).
+     *  Default RP_TRIM_IDLE_MS_DEFAULT (200); 0 never trims (the pool
+     *  keeps its high-water mark until rp_pool_destroy()).  At most
+     *  RP_TRIM_IDLE_MS_MAX.  A trim costs the routee one extra wake-up
+     *  per idle period after a growth, and none on a job's path. */
+    unsigned trim_idle_ms;
 } rp_pool_options;
+
+#define RP_RECORD_RESERVE_DEFAULT 256u
+#define RP_RECORD_RESERVE_MAX ((size_t)1 << 24)
+#define RP_TRIM_IDLE_MS_DEFAULT 200u
+#define RP_TRIM_IDLE_MS_MAX 60000u
 
 /**
  * Fill opts with the documented defaults.
@@ -413,6 +435,10 @@ typedef struct rp_routee_stats {
     uint64_t expired;     /**< asks not run because their deadline passed first */
     uint64_t sleeps;      /**< times it found no work, even after its idle
                                spin, and slept (each sleep costs a wake-up) */
+    uint64_t records;     /**< job records its two lanes hold now (not a
+                               total): queued, free and in magazines; an
+                               idle routee trims them to twice
+                               rp_pool_options.record_reserve, in slabs */
 } rp_routee_stats;
 
 /**

@@ -347,18 +347,39 @@ static void run_job(rp_routee *r, rp__job *job)
     owner_add(&r->run, 1);
 }
 
+/* A reply or failure that came after its ask completed: rc for the caller
+ * of func, with rp_errmsg() saying why (error.h: every failing call sets it). */
+static int too_late(int rc, const char *func)
+{
+    return rp__fail(rc, "%s: the ask had already completed (%s); the value stays the job's", func,
+                    rc == RP_ETIMEDOUT ? "it timed out"
+                                       : "another routee won the scatter, or it stopped");
+}
+
+/* The ask's own future after a refused completion: timed out or not. */
+static int refused(const rp_job_ctx *ctx, const char *func)
+{
+    return too_late(rp_future_status(ctx->reply.future) == RP_FUTURE_FAILED ? RP_ETIMEDOUT
+                                                                             : RP_ECANCELLED,
+                    func);
+}
+
 static int job_reply(rp_job_ctx *ctx, void *value, rp_value_free_fn free_fn, const char *func)
 {
+    int rc;
+
     if (!ctx || rp__reply_none(&ctx->reply) || ctx->replied)
         return rp__fail(RP_EINVAL, "%s: %s", func, !ctx ? "ctx is NULL"
                         : ctx->replied ? "the job already replied" : "the job was not asked");
     ctx->replied = true;
-    if (ctx->reply.scatter)
-        return rp__scatter_reply_owned(ctx->reply.scatter, ctx->reply.member, value, free_fn,
-                                       ctx->routee->index);
+    if (ctx->reply.scatter) {
+        rc = rp__scatter_reply_owned(ctx->reply.scatter, ctx->reply.member, value, free_fn,
+                                     ctx->routee->index);
+        return rc < 0 ? too_late(rc, func) : 0;
+    }
     if (rp__future_fulfil_owned(ctx->reply.future, value, free_fn, ctx->routee->index))
         return 0;
-    return rp_future_status(ctx->reply.future) == RP_FUTURE_FAILED ? RP_ETIMEDOUT : RP_ECANCELLED;
+    return refused(ctx, func);
 }
 
 int rp_job_reply(rp_job_ctx *ctx, void *value)
@@ -373,18 +394,22 @@ int rp_job_reply_owned(rp_job_ctx *ctx, void *value, rp_value_free_fn free_fn)
 
 int rp_job_fail(rp_job_ctx *ctx, int code, const char *message)
 {
+    int rc;
+
     if (!ctx || rp__reply_none(&ctx->reply) || ctx->replied)
         return rp__fail(RP_EINVAL, "rp_job_fail: %s", !ctx ? "ctx is NULL"
                         : ctx->replied ? "the job already replied" : "the job was not asked");
     ctx->replied = true;
     if (!message)
         message = rp_strerror(code);
-    if (ctx->reply.scatter)
-        return rp__scatter_member_fail(ctx->reply.scatter, ctx->reply.member, code,
-                                       ctx->routee->index, message);
+    if (ctx->reply.scatter) {
+        rc = rp__scatter_member_fail(ctx->reply.scatter, ctx->reply.member, code,
+                                     ctx->routee->index, message);
+        return rc < 0 ? too_late(rc, "rp_job_fail") : 0;
+    }
     if (rp__future_fail(ctx->reply.future, code, ctx->routee->index, "%s", message))
         return 0;
-    return rp_future_status(ctx->reply.future) == RP_FUTURE_FAILED ? RP_ETIMEDOUT : RP_ECANCELLED;
+    return refused(ctx, "rp_job_fail");
 }
 
 bool rp_job_cancelled(const rp_job_ctx *ctx)

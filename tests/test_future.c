@@ -514,6 +514,7 @@ typedef struct ojob {
     gate *g;              /* passed before replying, when set */
     atomic_int rc;
     int value;
+    char msg[200];        /* rp_errmsg() when the reply failed */
 } ojob;
 
 static void owned_job(rp_job_ctx *ctx, void *p)
@@ -525,15 +526,17 @@ static void owned_job(rp_job_ctx *ctx, void *p)
     if (o->g)
         gate_pass(o->g);
     rc = rp_job_reply_owned(ctx, v, counted_free);
-    if (rc < 0)
+    if (rc < 0) {
         free_own(v); /* too late: the value stayed ours */
+        snprintf(o->msg, sizeof o->msg, "%s", rp_errmsg());
+    }
     atomic_store(&o->rc, rc);
 }
 
 Test(owned, reply_owned__value_freed_at_the_last_release_when_never_taken)
 {
     rp_pool *p = new_pool(1);
-    ojob o = {NULL, 999, 11};
+    ojob o = {NULL, 999, 11, ""};
     rp_future *f;
 
     cr_assert_eq(rp_routee_ask(rp_pool_routee(p, 0), owned_job, &o, 10000, &f), 0);
@@ -550,7 +553,7 @@ Test(owned, reply_owned__value_freed_at_the_last_release_when_never_taken)
 Test(owned, reply_owned__taken_value_is_the_callers)
 {
     rp_pool *p = new_pool(1);
-    ojob o = {NULL, 999, 12};
+    ojob o = {NULL, 999, 12, ""};
     rp_future *f;
     int *v;
 
@@ -569,7 +572,7 @@ Test(owned, reply_owned__freed_when_the_asker_released_before_the_reply)
 {
     rp_pool *p = new_pool(1);
     gate g;
-    ojob o = {&g, 999, 13};
+    ojob o = {&g, 999, 13, ""};
     rp_future *f;
 
     gate_init(&g);
@@ -588,7 +591,7 @@ Test(owned, reply_owned__late_reply_returns_etimedout_and_the_value_stays_the_jo
 {
     rp_pool *p = new_pool(1);
     gate g;
-    ojob o = {&g, 999, 14};
+    ojob o = {&g, 999, 14, ""};
     rp_future *f;
 
     /* The job holds at the gate until its ask has timed out, then replies. */
@@ -600,6 +603,8 @@ Test(owned, reply_owned__late_reply_returns_etimedout_and_the_value_stays_the_jo
     gate_open(&g);
     cr_expect_eq(rp_pool_wait_idle(p, 10000), 0);
     cr_expect_eq(atomic_load(&o.rc), RP_ETIMEDOUT);
+    /* error.h: every failing call sets rp_errmsg(), naming itself. */
+    cr_expect(strstr(o.msg, "rp_job_reply_owned") && strstr(o.msg, "timed out"), "%s", o.msg);
     rp_future_release(f);
     rp_pool_destroy(p);
     cr_expect_eq(atomic_load(&future_frees), 0);
@@ -610,7 +615,7 @@ Test(owned, reply_owned__late_reply_returns_etimedout_and_the_value_stays_the_jo
 Test(owned, reply_owned__in_a_tell_returns_einval)
 {
     rp_pool *p = new_pool(1);
-    ojob o = {NULL, 999, 15};
+    ojob o = {NULL, 999, 15, ""};
 
     cr_assert_eq(rp_pool_submit(p, owned_job, &o), 0);
     cr_expect_eq(rp_pool_wait_idle(p, 10000), 0);
@@ -646,7 +651,7 @@ Test(owned, reply_owned__scatter_winner_freed_by_the_future_losers_keep_theirs)
 {
     rp_pool *p = new_pool(3);
     rp_router *rt = NULL;
-    ojob o = {NULL, 999, 16};
+    ojob o = {NULL, 999, 16, ""};
     rp_future *f;
 
     cr_assert_eq(rp_router_create_scatter_gather(&rt, p, NULL, NULL), 0, "%s", rp_errmsg());

@@ -991,7 +991,12 @@ static void routee_loop(rp_routee *r)
     stop_searching(r->pool, &searching);
     set_running(r, &running, false);
     set_busy(r, &busy, false);
-    atomic_thread_fence(memory_order_seq_cst);
+    /* Orders the stores above before notify_idle()'s read of idle_waiters,
+     * as a fence would: an RMW on idle_waiters itself, so a waiter whose
+     * increment comes later synchronizes with it and sees this routee not
+     * busy.  Once per thread; gcc refuses atomic_thread_fence here under
+     * -fsanitize=thread (-Wtsan), once routee_loop is inlined. */
+    atomic_fetch_add_explicit(&r->pool->idle_waiters, 0, memory_order_seq_cst);
     notify_idle(r->pool);
     /* It touches no lane any more: odd for good, so trims need not wait
      * for it (trim_quiescent). */

@@ -304,7 +304,9 @@ int rp_cluster_start(rp_cluster_node *node)
     return 0;
 }
 
-void rp__stop_threads(rp_cluster_node *node)
+/* Stop the fetch thread (it flushes its acknowledgements and exits) and
+ * join it.  Idempotent. */
+static void stop_fetch(rp_cluster_node *node)
 {
     pthread_mutex_lock(&node->lock);
     node->stopping = true;
@@ -313,6 +315,11 @@ void rp__stop_threads(rp_cluster_node *node)
     if (node->fetch_running)
         pthread_join(node->fetch_thr, NULL);
     node->fetch_running = false;
+}
+
+/* Stop the heartbeat thread and join it: it reports no more.  Idempotent. */
+static void stop_heartbeat(rp_cluster_node *node)
+{
     pthread_mutex_lock(&node->hb_lock);
     node->hb_stop = true;
     pthread_cond_broadcast(&node->hb_cond);
@@ -320,6 +327,12 @@ void rp__stop_threads(rp_cluster_node *node)
     if (node->hb_running)
         pthread_join(node->hb_thr, NULL);
     node->hb_running = false;
+}
+
+void rp__stop_threads(rp_cluster_node *node)
+{
+    stop_fetch(node);
+    stop_heartbeat(node);
     atomic_store(&node->reply_stop, true);
     if (node->reply_running)
         pthread_join(node->reply_thr, NULL);
@@ -387,24 +400,11 @@ void rp_cluster_leave(rp_cluster_node *node)
     if (!node)
         return;
     atomic_store(&node->leaving, true);
-    /* The fetch thread flushes its acknowledgements and exits. */
-    pthread_mutex_lock(&node->lock);
-    node->stopping = true;
-    pthread_cond_broadcast(&node->cond);
-    pthread_mutex_unlock(&node->lock);
-    if (node->fetch_running)
-        pthread_join(node->fetch_thr, NULL);
-    node->fetch_running = false;
+    stop_fetch(node);
     wait_idle(node);
     /* The heartbeat stops so it does not report again; its connection and
      * last membership read are ours from here on. */
-    pthread_mutex_lock(&node->hb_lock);
-    node->hb_stop = true;
-    pthread_cond_broadcast(&node->hb_cond);
-    pthread_mutex_unlock(&node->hb_lock);
-    if (node->hb_running)
-        pthread_join(node->hb_thr, NULL);
-    node->hb_running = false;
+    stop_heartbeat(node);
     if (node->pool) {
         rp__refresh_live(node);
         hand_back(node);

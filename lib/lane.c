@@ -102,7 +102,9 @@
  * in own[] is not touched (its holder uses it without atomics): up to
  * RP__LANE_MAG records per such thread stay, and their slabs with them;
  * those of exited threads are taken (the trim claims their free producer
- * indexes meanwhile, producer.c).  Nothing of this is on a job's path:
+ * indexes meanwhile, producer.c), and a thread's exit makes a trim due
+ * again, run in the routee's next idle period (an idle routee is not
+ * woken for it: a pool that stays idle keeps those records).  Nothing of this is on a job's path:
  * a trim costs the owner a pass over its free records, once per idle
  * period after a growth.
  */
@@ -241,6 +243,7 @@ int rp__lane_init(rp__lane *lane, const rp__arena *arena)
     lane->seen_tail = NULL;
     lane->seen_gen = NULL;
     lane->trimmed_at = 0;
+    lane->trimmed_exits = 0;
     atomic_init(&lane->mags, 0);
     stub = rp__freelist_get(&lane->recs);
     if (!stub)
@@ -838,13 +841,15 @@ bool rp__lane_trim_due(const rp__lane *lane, size_t keep)
 {
     size_t have = rp__freelist_records(&lane->recs);
 
-    return have > keep + RECS_PER_SLAB && have != lane->trimmed_at;
+    return have > keep + RECS_PER_SLAB &&
+           (have != lane->trimmed_at || rp__producer_exits() != lane->trimmed_exits);
 }
 
 long rp__lane_trim(rp__lane *lane, size_t keep, bool (*quiescent)(void *), void *ctx)
 {
     detached d = {0};
     size_t records = rp__freelist_records(&lane->recs);
+    unsigned long exits = rp__producer_exits(); /* before the detach claims */
     long freed = -1;
 
     d.cap = records + 4 * RECS_PER_SLAB;
@@ -862,6 +867,7 @@ long rp__lane_trim(rp__lane *lane, size_t keep, bool (*quiescent)(void *), void 
     if (quiescent(ctx)) {
         freed = (long)rp__freelist_trim(&lane->recs, d.recs, d.n, keep);
         lane->trimmed_at = rp__freelist_records(&lane->recs);
+        lane->trimmed_exits = exits;
     } else {
         for (size_t i = 0; i < d.n; i++)
             rp__freelist_put(&lane->recs, d.recs[i]);

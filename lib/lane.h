@@ -114,9 +114,12 @@ typedef struct rp__lane {
      * else 0: see "Owner checks" above. */
     _Atomic uintptr_t owner;
 #endif
-    /* Records carved when the last trim completed (owner-only): a trim is
-     * due again only after the lane grew past it (rp__lane_trim_due). */
+    /* Records carved when the last trim completed, and the producer exits
+     * counted before it (owner-only): a trim is due again only after the
+     * lane grew past it, or a producer thread exited since, leaving its
+     * magazine to take (rp__lane_trim_due). */
     size_t trimmed_at;
+    unsigned long trimmed_exits;
 } rp__lane;
 
 /* Owner checks (see above): record the owner on the first owner-only

@@ -24,6 +24,7 @@ _Static_assert(RP__PRODUCERS <= 32, "the taken indexes are bits of a 32-bit word
 _Thread_local int rp__producer_tls __attribute__((tls_model("initial-exec"))) = -2;
 
 static _Atomic uint32_t taken;
+static _Atomic unsigned long exits;
 static pthread_key_t key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static bool key_made;
@@ -34,6 +35,12 @@ static void give_back(void *value)
 
     rp__producer_tls = -1;
     atomic_fetch_and_explicit(&taken, ~(1u << i), memory_order_release);
+    atomic_fetch_add_explicit(&exits, 1, memory_order_relaxed);
+}
+
+unsigned long rp__producer_exits(void)
+{
+    return atomic_load_explicit(&exits, memory_order_relaxed);
 }
 
 static void make_key(void)

@@ -29,6 +29,11 @@ int rp__producer_index_slow(void);
 uint32_t rp__producer_claim_idle(void);
 void rp__producer_unclaim(uint32_t claimed);
 
+/* How many producer threads have exited (given their index back) since
+ * the library was loaded: a trim that left live threads' magazines is
+ * due again once this moved (lane.c, "Trimming").  Thread-safe. */
+unsigned long rp__producer_exits(void);
+
 /* This thread's producer index, or -1 when every index is taken. */
 static inline int rp__producer_index(void)
 {

@@ -11,8 +11,10 @@
  * RP_STRESS_JOBS / 10 jobs each in bursts with idle gaps of 0-3 ms, so
  * trims race submits, steals and evictions.  Checks: every job of the
  * unbounded pool runs exactly once; every job of the drop-head pool runs
- * or is evicted, exactly once; then, idle, each pool's records come down
- * to the bound the reserve allows (test_trim.c).  Prints the process's
+ * or is evicted, exactly once; then, the submitters exited and each
+ * routee given one job (a thread's exit makes a trim due in the next idle
+ * period), each pool's records come down to the bound the reserve allows
+ * (test_trim.c).  Prints the process's
  * RSS before the first burst, at its peak and after the trim (the C
  * allocator's figure: malloc_trim).  Exit status 0 on success, 1 with a
  * message on the first failed check.
@@ -150,6 +152,20 @@ static int check_runs(const char *what, atomic_int *runs, long n)
     return 0;
 }
 
+/* The submitters have exited; a routee that trimmed while one was alive
+ * left that thread's magazine (and the slabs its records pin) in place.
+ * A thread's exit makes a trim due again in the routee's next idle
+ * period: one job to each routee starts one. */
+static void wake_routees(rp_pool *pool)
+{
+    static atomic_int woke;
+
+    for (unsigned i = 0; i < rp_pool_size(pool); i++)
+        if (rp_routee_tell(rp_pool_routee(pool, i), run_job, &woke) != 0)
+            atomic_fetch_add(&refused, 1);
+    rp_pool_wait_idle(pool, -1);
+}
+
 /* Idle: records down to the bound within a generous deadline. */
 static int check_trimmed(const char *what, rp_pool *pool)
 {
@@ -219,6 +235,8 @@ int main(void)
         pthread_join(th[i], NULL);
     rp_pool_wait_idle(pool_a, -1);
     rp_pool_wait_idle(pool_b, -1);
+    wake_routees(pool_a);
+    wake_routees(pool_b);
     if (atomic_load(&refused))
         return fprintf(stderr, "stress_trim: %ld submits refused\n", atomic_load(&refused)), 1;
     bad |= check_runs("unbounded", runs_a, n) || check_runs("drop-head", runs_b, n);

@@ -25,7 +25,8 @@
  * wake_thief(): a job queued behind a busy routee (or behind another job)
  * claims the lowest sleeping routee's idle bit unless a claimed thief is
  * still searching (the pool's `searching` counter); a thief that leaves
- * backlog stops counting as searching and hands the search on.
+ * backlog stops counting as searching and hands the search on.  These
+ * decisions are sim_policy.h's, which sojourn_sim.c shares.
  *
  * Invariants: every routee has at most one valid pending event (its seq is
  * the routee's evseq; a spin end cancelled by new work stays in the heap,
@@ -41,6 +42,7 @@
 #include "common.h"
 #include "routepool/routepool.h"
 #include "sim.h"
+#include "sim_policy.h"
 
 
 const char *const sim_router_key[SR_COUNT] = {
@@ -194,6 +196,14 @@ typedef struct sim {
 static int64_t depth_of(const sroutee *x)
 {
     return (int64_t)x->q.n + (int64_t)(x->bn - x->bh);
+}
+
+/* What the pool's policy reads of routee i (sim_policy.h). */
+static sim_view view_of(const void *sim_, unsigned i)
+{
+    const sroutee *x = &((const struct sim *)sim_)->r[i];
+
+    return (sim_view){.queued = (int64_t)x->q.n, .depth = depth_of(x), .busy = x->busy};
 }
 
 /* The foreign routee's depth callback: the pool routee's score. */
@@ -405,21 +415,17 @@ static void signal_routee(sim *s, unsigned i, int64_t t)
     signal_routee_late(s, i, t, 0);
 }
 
-/* wake_thief(): claim the lowest idle bit unless a thief is searching. */
+/* wake_thief(): claim the lowest idle bit unless a thief is searching
+ * (sim_thief_to_wake()); the thief counts as searching from now. */
 static void wake_thief(sim *s, int64_t t)
 {
-    if (s->searching != 0)
+    int i = s->nidle ? sim_thief_to_wake(s->idle_bits, s->k, s->searching) : -1;
+
+    if (i < 0)
         return;
     s->searching = 1;
-    for (unsigned w = 0; s->nidle && w < (s->k + 63) / 64; w++) {
-        if (s->idle_bits[w]) {
-            unsigned i = w * 64 + (unsigned)__builtin_ctzll(s->idle_bits[w]);
-            clear_idle(s, i);
-            signal_routee(s, i, t);
-            return;
-        }
-    }
-    s->searching = 0;
+    clear_idle(s, (unsigned)i);
+    signal_routee(s, (unsigned)i, t);
 }
 
 static void stop_searching(sim *s, sroutee *x)
@@ -429,60 +435,40 @@ static void stop_searching(sim *s, sroutee *x)
     x->searching = false;
 }
 
-/* worth_stealing(): v waits with a stealable job. */
-static bool worth_stealing(const sroutee *v)
-{
-    return v->q.n > 0 && (v->busy || depth_of(v) > 1);
-}
-
-/* Keep routee i as the victim when it is worth stealing from and deeper
- * than the one kept so far. */
-static void consider_victim(sim *s, unsigned i, int *victim, int64_t *depth)
-{
-    int64_t dep;
-
-    if (!worth_stealing(&s->r[i]))
-        return;
-    dep = depth_of(&s->r[i]);
-    if (dep > *depth || *victim < 0) {
-        *victim = (int)i;
-        *depth = dep;
-    }
-}
-
-/* The deepest other routee worth stealing from (the pool's scan), or with
- * --victim two the deeper of two random ones (two probes). */
+/* The pool's victim (sim_pick_victim()), or with --victim two the deeper of
+ * two random other routees worth stealing from (a what-if: two probes). */
 static int pick_victim(sim *s, unsigned me, int64_t *depth)
 {
     int victim = -1;
 
     *depth = 0;
-    if (s->m->victim_two && s->k > 2) {
-        for (int probe = 0; s->queued && probe < 2; probe++)
-            consider_victim(s, (me + 1 + (unsigned)(bench_splitmix64(&s->rng_victim) % (s->k - 1))) % s->k,
-                            &victim, depth);
-        return victim;
+    if (!s->queued)
+        return -1; /* nothing queued anywhere */
+    if (!s->m->victim_two || s->k <= 2)
+        return sim_pick_victim(s, view_of, s->k, me, depth);
+    for (int probe = 0; probe < 2; probe++) {
+        unsigned i = (me + 1 + (unsigned)(bench_splitmix64(&s->rng_victim) % (s->k - 1))) % s->k;
+        sim_view v = view_of(s, i);
+        if (sim_better_victim(v, victim, *depth)) {
+            victim = (int)i;
+            *depth = v.depth;
+        }
     }
-    for (unsigned d = 1; s->queued && d < s->k; d++)
-        consider_victim(s, (me + d) % s->k, &victim, depth);
     return victim;
 }
 
-/* steal(): take half the victim's depth (1..8), run the first. */
+/* steal(): take sim_steal_count() jobs of the victim, run the first. */
 static bool steal(sim *s, unsigned me, sjob *out, int64_t t)
 {
     int64_t depth;
     int vi = pick_victim(s, me, &depth);
     sroutee *x = &s->r[me], *v;
-    unsigned want, got;
+    unsigned got;
 
     if (vi < 0)
         return false;
     v = &s->r[vi];
-    want = bench_steal_want(depth);
-    if (s->m->steal_one)
-        want = 1;
-    got = want < v->q.n ? want : (unsigned)v->q.n;
+    got = sim_steal_count(view_of(s, (unsigned)vi), s->m->steal_one);
     *out = fifo_pop(&v->q);
     x->bh = 0;
     x->bn = got - 1;
@@ -491,7 +477,7 @@ static bool steal(sim *s, unsigned me, sjob *out, int64_t t)
     s->queued -= got;
     s->stolen += got;
     stop_searching(s, x); /* before the hand-off, as pool.c does */
-    if (worth_stealing(v))
+    if (sim_worth_stealing(view_of(s, (unsigned)vi)))
         wake_thief(s, t);
     return true;
 }
@@ -611,9 +597,7 @@ static void take_spinner(sim *s, unsigned i, int64_t t)
 /* rp__pool_stealable_queued() after a push to routee c. */
 static void stealable_queued(sim *s, unsigned c, int64_t t)
 {
-    const sroutee *x = &s->r[c];
-
-    if (!x->busy && depth_of(x) <= 1)
+    if (!sim_push_wants_thief(view_of(s, c)))
         return; /* c itself is about to run it */
     for (unsigned i = 0; s->nspin && i < s->k; i++) {
         if (s->r[i].state == ST_SPIN) {

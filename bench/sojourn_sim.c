@@ -9,13 +9,15 @@
  * routepool policies are modelled as lib/ implements them:
  *  - smallest-mailbox scores a routee by its queued jobs plus one while it
  *    runs, scanning from message_index % 2;
- *  - stealing: a routee whose own queue and stolen batch are empty takes
- *    half the other's depth (bench_steal_want(), common.h: 1..8, the model
- *    rp-bench-sim's engine shares) of its oldest queued
- *    jobs when that routee is busy or holds more than one job, runs the
- *    first and keeps the rest in a private batch; a job queued behind a
- *    busy routee wakes an idle one to steal it at once.
+ *  - stealing follows the pool's policy as rp-bench-sim's engine does, the
+ *    same functions (sim_policy.h): a routee whose own queue and stolen
+ *    batch are empty takes half the other's depth (1..8) of its oldest
+ *    queued jobs when that routee is busy or holds more than one job, runs
+ *    the first and keeps the rest in a private batch; a job queued behind a
+ *    busy routee wakes the idle one to steal it at once (searching takes no
+ *    time here, so no thief is ever still searching).
  */
+#include "sim_policy.h"
 #include "sojourn.h"
 
 typedef struct simw {
@@ -43,6 +45,14 @@ static int64_t sim_depth(const simw *x)
     return (int64_t)(x->qt - x->qh) + (int64_t)(x->bn - x->bh);
 }
 
+/* What the pool's policy reads of routee i (sim_policy.h). */
+static sim_view sim_view_of(const void *m, unsigned i)
+{
+    const simw *x = &((const sim *)m)->w[i];
+
+    return (sim_view){.queued = (int64_t)(x->qt - x->qh), .depth = sim_depth(x), .busy = x->busy};
+}
+
 static void sim_run(sim *m, simw *x, size_t j, int64_t t)
 {
     x->busy = true;
@@ -53,8 +63,9 @@ static void sim_run(sim *m, simw *x, size_t j, int64_t t)
 /* Routee k looks for its next job at time t (lib/pool.c: next_job()). */
 static void sim_next(sim *m, size_t k, int64_t t)
 {
-    simw *x = &m->w[k], *v = &m->w[(k + 1) % ROUTEES];
-    int64_t d = sim_depth(v);
+    simw *x = &m->w[k], *v;
+    int64_t d;
+    int vi;
     unsigned want;
 
     x->busy = false;
@@ -62,13 +73,28 @@ static void sim_next(sim *m, size_t k, int64_t t)
         sim_run(m, x, x->batch[x->bh++], t);
     } else if (x->qh < x->qt) {
         sim_run(m, x, x->q[x->qh++], t);
-    } else if (m->steal && v->qh < v->qt && (v->busy || d > 1)) {
-        want = bench_steal_want(d);
+    } else if (m->steal && (vi = sim_pick_victim(m, sim_view_of, ROUTEES, (unsigned)k, &d)) >= 0) {
+        v = &m->w[vi];
+        want = sim_steal_count(sim_view_of(m, (unsigned)vi), false);
         x->bh = x->bn = 0;
-        while (x->bn < want && v->qh < v->qt)
+        while (x->bn < want)
             x->batch[x->bn++] = v->q[v->qh++];
         sim_run(m, x, x->batch[x->bh++], t);
     }
+}
+
+/* A job was queued on routee c at t: the pool's thief wake-up. */
+static void sim_thief(sim *m, size_t c, int64_t t)
+{
+    uint64_t idle = 0;
+    int i;
+
+    if (!m->steal || !sim_push_wants_thief(sim_view_of(m, (unsigned)c)))
+        return;
+    for (size_t k = 0; k < ROUTEES; k++)
+        idle |= (uint64_t)!m->w[k].busy << k;
+    if ((i = sim_thief_to_wake(&idle, ROUTEES, 0)) >= 0)
+        sim_next(m, (size_t)i, t);
 }
 
 /* Complete every job that ends by time t, earliest first. */
@@ -115,9 +141,9 @@ static void sim_pool(int64_t *out, enum variant v, const workload *wl, const buf
         c = sim_route(&m, v, i, &seed);
         m.w[c].q[m.w[c].qt++] = i;
         if (!m.w[c].busy)
-            sim_next(&m, c, wl->offset[i]);
-        else if (m.steal && !m.w[(c + 1) % ROUTEES].busy) /* wake a thief */
-            sim_next(&m, (c + 1) % ROUTEES, wl->offset[i]);
+            sim_next(&m, c, wl->offset[i]); /* c runs it: no thief (sim_thief()) */
+        else
+            sim_thief(&m, c, wl->offset[i]);
     }
     sim_advance(&m, INT64_MAX);
 }

@@ -92,7 +92,7 @@
  * from then on no operation that starts can reach them (a detached record
  * is in no queue, so no live link leads to it, and it is handed to no
  * producer).  Then it asks its caller whether every operation that was in
- * progress is over (pool.c, trim_quiescent(): the mailbox's depth is 0,
+ * progress is over (worker.c, trim_quiescent(): the mailbox's depth is 0,
  * read released-first, so every producer that reserved has linked its
  * job and touches no record any more; no producer is evicting; every
  * other routee is asleep or slept since).  Only then are the slabs all of

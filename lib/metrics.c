@@ -37,7 +37,7 @@ static uint64_t load(const _Atomic uint64_t *v)
 }
 
 /* Busy time including the running period, read under the routee's
- * seqlock (written in pool.c set_busy()). */
+ * seqlock (written in worker.c set_busy()). */
 static double busy_seconds(const rp_routee *cr)
 {
     rp_routee *r = (rp_routee *)cr;

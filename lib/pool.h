@@ -25,7 +25,7 @@ struct rp_pool {
     int *cpus;
     size_t ncpus;
     size_t stack_size; /* 0: pthread's default; else rounded to pages */
-    /* Run once on each routee thread around its loop (routee_main). */
+    /* Run once on each routee thread around its loop (rp__worker_main). */
     rp_thread_fn on_thread_start, on_thread_stop;
     void *thread_user;
     rp_undelivered_fn on_undelivered;
@@ -51,7 +51,7 @@ struct rp_pool {
     RP_ALIGNED _Atomic uint32_t idle_waiters;
     rp__event idle_ev;
     /* Stealing: routees woken to steal that are still looking, and one
-     * bit per sleeping routee.  See "Stealing" in pool.c. */
+     * bit per sleeping routee.  See steal.c. */
     rp__timer timer; /* ask deadlines, scatter timers */
     rp__future_heap *futures; /* asks' futures (NULL: not recycled) */
     /* Scatter-gather routers over this pool, failed "stopped" at shutdown. */
@@ -68,17 +68,17 @@ struct rp_pool {
     rp__trace_ring **rings;
     struct rp__tracer *tracer;
     pthread_mutex_t trace_lock;
-    /* Idle spinning (spin_for_work in pool.c): the window in ns, and how
+    /* Idle spinning (spin_for_work in worker.c): the window in ns, and how
      * many routees spin now, at most max_spinners. */
     int64_t spin_ns;
     unsigned max_spinners;
     /* No spin window but RP_IDLE_SPIN_US_AUTO: yield once before sleeping
-     * (yield_for_work in pool.c). */
+     * (yield_for_work in worker.c). */
     bool idle_yield;
     size_t trim_keep; /* opts.record_reserve */
     int64_t trim_ns;  /* opts.trim_idle_ms; 0: never trim */
     RP_ALIGNED _Atomic unsigned spinners;
-    /* The thief search (wake_thief in pool.c): 0 when none, else
+    /* The thief search (wake_thief in steal.c): 0 when none, else
      * (start_ns << 1) | RP__SEARCH_WOKEN once its waker signalled. */
     RP_ALIGNED _Atomic int64_t searching;
     RP_ALIGNED _Atomic uint64_t idle_bits[RP_ROUTEES_MAX / 64];
@@ -88,10 +88,6 @@ struct rp_pool {
  * without it that began RP__EV_HELP_NS ago or more belongs to a waker
  * descheduled before its signal, and the next waker takes it over. */
 #define RP__SEARCH_WOKEN 1
-
-/* A producer queued a stealable job on target (after its fence): wake a
- * sleeping routee to steal it if target is busy and nobody is looking. */
-void rp__pool_stealable_queued(rp_pool *pool, rp_routee *target);
 
 /* Whether rp_pool_shutdown() was called on pool (NULL: false).  For the
  * failure paths of submits, which then return RP_ESHUTDOWN. */

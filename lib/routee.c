@@ -14,6 +14,7 @@
 
 #include "pool.h"
 #include "routee.h"
+#include "steal.h"
 
 /* Identities of foreign routees: distinct within the process. */
 static _Atomic uint64_t foreign_serial;
@@ -45,7 +46,7 @@ int rp__routee_deliver_reply(rp_routee *r, rp_job_fn fn, void *arg, bool pinned,
     }
     rc = rp__mailbox_push_mp(&r->mb, fn, arg, pinned, reply);
     if (rc == 0 && !pinned)
-        rp__pool_stealable_queued(r->pool, r);
+        rp__steal_queued(r->pool, r);
     return rc;
 }
 

@@ -74,6 +74,15 @@ static inline bool rp__routee_stopped(const rp_routee *r)
     return atomic_load_explicit(&r->mb.closed, memory_order_acquire) != 0;
 }
 
+/* Owner-only counters: a load and a store, no locked instruction.  The
+ * store is a release (free on x86): readers such as wait_idle() acquire. */
+static inline void rp__owner_add(_Atomic uint64_t *counter, uint64_t n)
+{
+    atomic_store_explicit(counter,
+                          atomic_load_explicit(counter, memory_order_relaxed) + n,
+                          memory_order_release);
+}
+
 /* Smallest-mailbox score: queued depth plus one while running a job;
  * 0 for a depth nobody can read. */
 int64_t rp__routee_score(const rp_routee *r);

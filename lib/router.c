@@ -24,6 +24,7 @@
 
 #include "pool.h"
 #include "routee.h"
+#include "steal.h"
 #include "probes.h"
 #include "scatter.h"
 
@@ -475,7 +476,7 @@ static int batch_flush(rp_router *rt, size_t idx, rp_job_fn fn, void *const *arg
     if (r->kind == RP__ROUTEE_LOCAL) {
         done = rp__mailbox_push_batch_mp(&r->mb, fn, args, k, &rc);
         if (done)
-            rp__pool_stealable_queued(r->pool, r);
+            rp__steal_queued(r->pool, r);
     }
     for (; done < k; done++)
         if ((rc = batch_single(rt, index[done], idx, fn, args[done], out)) < 0 && !first)

@@ -36,7 +36,7 @@ int rp__sg_ask(rp__sg *sg, rp_routee *const *routees, size_t n,
                uint64_t message_index, rp_job_fn fn, void *arg,
                int64_t ask_deadline_ns, rp_future **out);
 
-/* From the job side (future.c, pool.c).  0 when the reply won; after
+/* From the job side (future.c, worker.c).  0 when the reply won; after
  * resolution RP_ETIMEDOUT (the scatter or the caller's ask timed out) or
  * RP_ECANCELLED (another routee won, or it stopped); the value then stays
  * the job's. */

@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "alloc.h"
 #include "future.h"
 #include "pool.h"

@@ -24,10 +24,9 @@
 #include <sched.h>
 #include <stddef.h>
 
+#include "clock.h"
 #include "mailbox.h"
 #include "probes.h"
-#include "timer.h"
-#include "trace.h"
 
 int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,
                      int overflow, rp__handback_fn handback, void *owner, int index)

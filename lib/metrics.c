@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "pool.h"
 #include "scatter.h"
 

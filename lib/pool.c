@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "clock.h"
 #include "pool.h"
 #include "scatter.h"
 #include "worker.h"

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "pool.h"
 #include "routee.h"
 #include "steal.h"

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "pool.h"
 #include "probes.h"
 #include "scatter.h"

@@ -18,6 +18,7 @@
  */
 #include <stdint.h>
 
+#include "clock.h"
 #include "pool.h"
 #include "probes.h"
 #include "steal.h"

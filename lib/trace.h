@@ -34,9 +34,6 @@ typedef struct rp__trace_ring {
 /* Routee side: append an event, or count it lost when the ring is full. */
 void rp__trace_push(rp__trace_ring *ring, const rp__trace_event *ev);
 
-/* The calling thread's kernel id (cached). */
-int32_t rp__tid(void);
-
 /* Write user text (a pool or thread name) escaped for a JSON string body
  * (RP__TEXT_JSON) or a Prometheus label value (RP__TEXT_PROM): valid UTF-8
  * passes, " \\ and newline are backslash-escaped, every byte that is not

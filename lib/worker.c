@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "pool.h"
 #include "probes.h"
 #include "scatter.h"

@@ -14,6 +14,7 @@
 #include <pthread.h>
 
 #include "common.h"
+#include "clock.h"
 #include "pool.h"
 
 TestSuite(thief, .fini = rp_leak_check);

@@ -49,7 +49,6 @@
 #include "alloc.h"
 #include "future.h"
 #include "pool.h"
-#include "scatter.h"
 #include "timer.h"
 #include "wait.h"
 
@@ -613,36 +612,50 @@ void *rp_future_take_value(rp_future *f)
     return value;
 }
 
-void rp__reply_fail(rp__reply *r, int code, int routee)
+/* A completion refused: the ask had timed out (failed) or another
+ * completer won. */
+static int refusal(const rp_future *f)
 {
-    if (r->future) {
-        rp__future_fail(r->future, code, routee, "%s", rp_strerror(code));
-        rp_future_release(r->future);
-    } else if (r->scatter) {
-        rp__scatter_member_fail(r->scatter, r->member, code, routee, NULL);
-        rp__scatter_release(r->scatter);
-    }
-    r->future = NULL;
-    r->scatter = NULL;
+    return rp_future_status(f) == RP_FUTURE_FAILED ? RP_ETIMEDOUT : RP_ECANCELLED;
 }
 
-void rp__reply_release(rp__reply *r)
+static int reply_fulfil(void *target, uint32_t member, void *value, rp_value_free_fn free_fn,
+                        int routee)
 {
-    if (r->future)
-        rp_future_release(r->future);
-    else if (r->scatter)
-        rp__scatter_release(r->scatter);
-    r->future = NULL;
-    r->scatter = NULL;
+    (void)member;
+    return rp__future_fulfil_owned(target, value, free_fn, routee) ? 0 : refusal(target);
 }
 
-int rp__reply_skip(const rp__reply *r, int64_t now_ns)
+static int reply_fail(void *target, uint32_t member, int code, int routee, const char *message)
 {
-    if (r->scatter && rp__scatter_cancelled(r->scatter))
-        return RP_ECANCELLED;
-    if (r->future && !rp__future_pending(r->future))
-        return RP_EEXPIRED;
-    if (r->deadline_ns && now_ns >= r->deadline_ns)
-        return RP_EEXPIRED;
-    return 0;
+    (void)member;
+    if (rp__future_fail(target, code, routee, "%s", message ? message : rp_strerror(code)))
+        return 0;
+    return refusal(target);
 }
+
+static void reply_retain(void *target)
+{
+    rp_future_retain(target);
+}
+
+static void reply_release(void *target)
+{
+    rp_future_release(target);
+}
+
+/* A job whose future already completed (its ask timed out) is skipped. */
+static int reply_skip(void *target)
+{
+    return rp__future_pending(target) ? 0 : RP_EEXPIRED;
+}
+
+static bool reply_cancelled(const void *target)
+{
+    (void)target;
+    return false;
+}
+
+const rp__reply_ops rp__future_reply_ops = {
+    reply_fulfil, reply_fail, reply_retain, reply_release, reply_skip, reply_cancelled,
+};

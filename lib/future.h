@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * future.h - futures and reply targets, private side.  Private.
+ * future.h - futures, private side.  Private.
  */
 #ifndef RP_FUTURE_INTERNAL_H
 #define RP_FUTURE_INTERNAL_H
@@ -9,25 +9,10 @@
 #include <stdint.h>
 
 #include "internal.h"
+#include "reply.h"
 
-typedef struct rp__scatter rp__scatter;
-
-/*
- * Where a job's answer goes: nowhere (a tell), a future (an ask), or one
- * member of a scatter.  The job record holds one reference on the future
- * or the scatter until the job has run or been handed back.
- */
-typedef struct rp__reply {
-    rp_future *future;
-    rp__scatter *scatter;
-    uint32_t member;
-    int64_t deadline_ns; /* 0: none */
-} rp__reply;
-
-static inline bool rp__reply_none(const rp__reply *r)
-{
-    return !r || (!r->future && !r->scatter);
-}
+/* A reply into a future (reply.h): its target is an rp_future *. */
+extern const rp__reply_ops rp__future_reply_ops;
 
 /* Where a pool's futures are recycled (future.c, "Recycling"). */
 typedef struct rp__future_heap rp__future_heap;
@@ -74,15 +59,5 @@ struct rp__timer;
 /* Fail f with RP_ETIMEDOUT at deadline_ns unless it completes first (then
  * the timer entry is removed at once).  No-op when already armed. */
 void rp__future_arm(rp_future *f, struct rp__timer *timer, int64_t deadline_ns);
-
-/* The job will not run: fail its reply with code and drop the job's
- * reference.  routee: where it was, or -1. */
-void rp__reply_fail(rp__reply *r, int code, int routee);
-/* Drop the job's reference without completing anything. */
-void rp__reply_release(rp__reply *r);
-/* Whether a job with this reply should be skipped at dequeue: its deadline
- * passed (RP_EEXPIRED), or its scatter resolved and losers are cancelled
- * (RP_ECANCELLED).  0: run it. */
-int rp__reply_skip(const rp__reply *r, int64_t now_ns);
 
 #endif /* RP_FUTURE_INTERNAL_H */

@@ -351,7 +351,7 @@ static size_t get_recs(rp__lane *lane, rp__lane_rec **out, size_t n)
 /* Whether a job needs its record's second line. */
 static bool is_cold(const rp__job *job)
 {
-    return job->reply.future || job->reply.scatter || job->reply.deadline_ns || job->enq_ns;
+    return job->reply.ops || job->reply.deadline_ns || job->enq_ns;
 }
 
 static void fill(rp__lane_rec *rec, const rp__job *job)

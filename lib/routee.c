@@ -191,7 +191,7 @@ int rp__ask_begin(rp_pool *pool, int64_t deadline_ns, rp__reply *reply, rp_futur
         return rp__fail(rc, "%s: out of memory", func);
     /* References: the caller's (out), the job's (reply), the timer's
      * (taken by rp__future_arm, dropped when f completes). */
-    *reply = (rp__reply){rp_future_retain(f), NULL, 0, deadline_ns};
+    *reply = (rp__reply){&rp__future_reply_ops, rp_future_retain(f), 0, deadline_ns};
     if (pool)
         rp__future_arm(f, &pool->timer, deadline_ns);
     *out = f;
@@ -202,8 +202,8 @@ void rp__ask_abort(rp__reply *reply, rp_future **out)
 {
     /* Not accepted: no job will answer.  Fail it for the timer's sake and
      * drop both the job's and the caller's references. */
-    rp__future_fail(reply->future, RP_ESHUTDOWN, -1, "not accepted");
-    rp_future_release(reply->future);
+    rp__future_fail(reply->target, RP_ESHUTDOWN, -1, "not accepted");
+    rp_future_release(reply->target);
     rp_future_release(*out);
     *out = NULL;
 }

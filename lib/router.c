@@ -300,18 +300,6 @@ static int deliver_one(rp_router *rt, rp_route_state *st, size_t idx,
     return deliver_failed(rt, rt->routees[idx], arg, reply, rc);
 }
 
-/* A copy of reply with its own reference (or none). */
-static rp__reply copy_reply(const rp__reply *reply)
-{
-    rp__reply c = {0};
-
-    if (reply && reply->future) {
-        c = *reply;
-        rp_future_retain(c.future);
-    }
-    return c;
-}
-
 /* Several targets: each copy is pinned; a copy that fails comes back.  An
  * ask fanned out is answered by the first copy to complete. */
 static int fan_out(rp_router *rt, const size_t *idx, int cnt, rp_job_fn fn, void *arg,
@@ -319,7 +307,7 @@ static int fan_out(rp_router *rt, const size_t *idx, int cnt, rp_job_fn fn, void
 {
     for (int k = 0; k < cnt; k++) {
         rp_routee *r = rt->routees[idx[k]];
-        rp__reply c = copy_reply(reply);
+        rp__reply c = rp__reply_copy(reply);
         int rc = rp__routee_deliver_reply(r, fn, arg, true, reply ? &c : NULL);
         if (rc < 0)
             handback(rt, r, arg, rc, reply ? &c : NULL);

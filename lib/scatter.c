@@ -419,6 +419,47 @@ int rp__scatter_reply_owned(rp__scatter *s, uint32_t member, void *value,
     return rc;
 }
 
+/* The reply operations of a scatter's copies (reply.h): the target is
+ * the rp__scatter, member the copy's index. */
+static int reply_fulfil(void *target, uint32_t member, void *value, rp_value_free_fn free_fn,
+                        int routee)
+{
+    return rp__scatter_reply_owned(target, member, value, free_fn, routee);
+}
+
+static int reply_fail(void *target, uint32_t member, int code, int routee, const char *message)
+{
+    return rp__scatter_member_fail(target, member, code, routee, message);
+}
+
+static void reply_retain(void *target)
+{
+    scatter_retain(target);
+}
+
+static void reply_release(void *target)
+{
+    rp__scatter_release(target);
+}
+
+/* A copy whose scatter another routee won is skipped, and counted. */
+static int reply_skip(void *target)
+{
+    if (!rp__scatter_cancelled(target))
+        return 0;
+    rp__scatter_count_cancelled(target);
+    return RP_ECANCELLED;
+}
+
+static bool reply_cancelled(const void *target)
+{
+    return rp__scatter_cancelled(target);
+}
+
+const rp__reply_ops rp__scatter_reply_ops = {
+    reply_fulfil, reply_fail, reply_retain, reply_release, reply_skip, reply_cancelled,
+};
+
 /* Timer: the scatter's deadline. */
 static void on_deadline(void *ctx, bool fired)
 {
@@ -477,7 +518,7 @@ static void on_interval(void *ctx, bool fired)
  * cancelled); tail-chopping never sends a copy once it resolved. */
 static void send_member_if(rp__scatter *s, size_t i, bool even_if_resolved)
 {
-    rp__reply reply = {NULL, NULL, (uint32_t)i, s->deadline_ns};
+    rp__reply reply = {&rp__scatter_reply_ops, NULL, (uint32_t)i, s->deadline_ns};
     rp_routee *r = s->routees[i];
     bool resolved;
     int rc;
@@ -487,7 +528,7 @@ static void send_member_if(rp__scatter *s, size_t i, bool even_if_resolved)
     pthread_mutex_unlock(&s->mu);
     if (resolved && !even_if_resolved)
         return;
-    reply.scatter = scatter_retain(s);
+    reply.target = scatter_retain(s);
     rc = rp__routee_deliver_reply(r, s->fn, s->arg, true, &reply);
 
     if (rc < 0) {

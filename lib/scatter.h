@@ -11,6 +11,11 @@
 #include "future.h"
 
 typedef struct rp__sg rp__sg;
+typedef struct rp__scatter rp__scatter;
+
+/* A reply into one copy of a scatter (reply.h): its target is the
+ * rp__scatter, its member the copy's index. */
+extern const rp__reply_ops rp__scatter_reply_ops;
 
 /* The router's scatter state (options, counters, open scatters), shared
  * by reference with every scatter so copies outlive nothing they use. */

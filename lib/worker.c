@@ -27,7 +27,6 @@
 #include "clock.h"
 #include "pool.h"
 #include "probes.h"
-#include "scatter.h"
 #include "steal.h"
 #include "worker.h"
 
@@ -115,12 +114,10 @@ static bool skip_job(rp_routee *r, rp__reply *reply, void *arg)
     if (why == 0)
         return false;
     rp__pool_handback(r->pool, arg, why);
-    if (why == RP_ECANCELLED) {
-        rp__scatter_count_cancelled(reply->scatter);
-        rp__reply_release(reply);
-    } else {
+    if (why == RP_ECANCELLED)
+        rp__reply_release(reply); /* counted cancelled by the skip */
+    else
         rp__reply_fail(reply, RP_ETIMEDOUT, r->index);
-    }
     rp__mailbox_count_skipped(&r->mb, why);
     return true;
 }
@@ -166,14 +163,6 @@ static int too_late(int rc, const char *func)
                                        : "another routee won the scatter, or it stopped");
 }
 
-/* The ask's own future after a refused completion: timed out or not. */
-static int refused(const rp_job_ctx *ctx, const char *func)
-{
-    return too_late(rp_future_status(ctx->reply.future) == RP_FUTURE_FAILED ? RP_ETIMEDOUT
-                                                                             : RP_ECANCELLED,
-                    func);
-}
-
 static int job_reply(rp_job_ctx *ctx, void *value, rp_value_free_fn free_fn, const char *func)
 {
     int rc;
@@ -182,14 +171,8 @@ static int job_reply(rp_job_ctx *ctx, void *value, rp_value_free_fn free_fn, con
         return rp__fail(RP_EINVAL, "%s: %s", func, !ctx ? "ctx is NULL"
                         : ctx->replied ? "the job already replied" : "the job was not asked");
     ctx->replied = true;
-    if (ctx->reply.scatter) {
-        rc = rp__scatter_reply_owned(ctx->reply.scatter, ctx->reply.member, value, free_fn,
-                                     ctx->routee->index);
-        return rc < 0 ? too_late(rc, func) : 0;
-    }
-    if (rp__future_fulfil_owned(ctx->reply.future, value, free_fn, ctx->routee->index))
-        return 0;
-    return refused(ctx, func);
+    rc = rp__reply_fulfil(&ctx->reply, value, free_fn, ctx->routee->index);
+    return rc < 0 ? too_late(rc, func) : 0;
 }
 
 int rp_job_reply(rp_job_ctx *ctx, void *value)
@@ -212,19 +195,13 @@ int rp_job_fail(rp_job_ctx *ctx, int code, const char *message)
     ctx->replied = true;
     if (!message)
         message = rp_strerror(code);
-    if (ctx->reply.scatter) {
-        rc = rp__scatter_member_fail(ctx->reply.scatter, ctx->reply.member, code,
-                                     ctx->routee->index, message);
-        return rc < 0 ? too_late(rc, "rp_job_fail") : 0;
-    }
-    if (rp__future_fail(ctx->reply.future, code, ctx->routee->index, "%s", message))
-        return 0;
-    return refused(ctx, "rp_job_fail");
+    rc = rp__reply_answer_fail(&ctx->reply, code, ctx->routee->index, message);
+    return rc < 0 ? too_late(rc, "rp_job_fail") : 0;
 }
 
 bool rp_job_cancelled(const rp_job_ctx *ctx)
 {
-    return ctx && ctx->reply.scatter && rp__scatter_cancelled(ctx->reply.scatter);
+    return ctx && rp__reply_cancelled(&ctx->reply);
 }
 
 /* Our own oldest job, and the rest of its batch run (up to the stolen

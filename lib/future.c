@@ -612,6 +612,46 @@ void *rp_future_take_value(rp_future *f)
     return value;
 }
 
+/*
+ * Asks: a future for a job's answer, armed on a timer for its deadline.
+ */
+
+int rp__ask_timeout(int timeout_ms, int64_t *deadline_ns, const char *func)
+{
+    if (timeout_ms < 0)
+        return rp__fail(RP_EINVAL, "%s: timeout_ms must be > 0, or 0 for the default (got %d)",
+                        func, timeout_ms);
+    *deadline_ns = rp__now_ns() + (int64_t)(timeout_ms ? timeout_ms : RP_ASK_TIMEOUT_MS) * 1000000;
+    return 0;
+}
+
+int rp__ask_begin(rp__future_heap *heap, struct rp__timer *timer, int64_t deadline_ns,
+                  rp__reply *reply, rp_future **out, const char *func)
+{
+    rp_future *f;
+    int rc;
+
+    if ((rc = rp__future_new(heap, &f)) < 0)
+        return rp__fail(rc, "%s: out of memory", func);
+    /* References: the caller's (out), the job's (reply), the timer's
+     * (taken by rp__future_arm, dropped when f completes). */
+    *reply = (rp__reply){&rp__future_reply_ops, rp_future_retain(f), 0, deadline_ns};
+    if (timer)
+        rp__future_arm(f, timer, deadline_ns);
+    *out = f;
+    return 0;
+}
+
+void rp__ask_abort(rp__reply *reply, rp_future **out)
+{
+    /* Not accepted: no job will answer.  Fail it for the timer's sake and
+     * drop both the job's and the caller's references. */
+    rp__future_fail(reply->target, RP_ESHUTDOWN, -1, "not accepted");
+    rp_future_release(reply->target);
+    rp_future_release(*out);
+    *out = NULL;
+}
+
 /* A completion refused: the ask had timed out (failed) or another
  * completer won. */
 static int refusal(const rp_future *f)

@@ -60,4 +60,16 @@ struct rp__timer;
  * the timer entry is removed at once).  No-op when already armed. */
 void rp__future_arm(rp_future *f, struct rp__timer *timer, int64_t deadline_ns);
 
+/* Asks: validate timeout_ms (0: RP_ASK_TIMEOUT_MS) and compute the
+ * absolute deadline.  0 or RP_EINVAL (rp_errmsg() names func). */
+int rp__ask_timeout(int timeout_ms, int64_t *deadline_ns, const char *func);
+/* Make the future of an ask, from heap (NULL: malloc): *out gets the
+ * caller's reference, reply the job's; timer (when not NULL) holds a
+ * third until the future completes or deadline_ns fails it.  0 or
+ * RP_ENOMEM. */
+int rp__ask_begin(rp__future_heap *heap, struct rp__timer *timer, int64_t deadline_ns,
+                  rp__reply *reply, rp_future **out, const char *func);
+/* The ask's job was not accepted: undo rp__ask_begin(). */
+void rp__ask_abort(rp__reply *reply, rp_future **out);
+
 #endif /* RP_FUTURE_INTERNAL_H */

@@ -172,42 +172,6 @@ void rp_routee_foreign_destroy(rp_routee *r)
     free(r);
 }
 
-int rp__ask_timeout(int timeout_ms, int64_t *deadline_ns, const char *func)
-{
-    if (timeout_ms < 0)
-        return rp__fail(RP_EINVAL, "%s: timeout_ms must be > 0, or 0 for the default (got %d)",
-                        func, timeout_ms);
-    *deadline_ns = rp__now_ns() + (int64_t)(timeout_ms ? timeout_ms : RP_ASK_TIMEOUT_MS) * 1000000;
-    return 0;
-}
-
-int rp__ask_begin(rp_pool *pool, int64_t deadline_ns, rp__reply *reply, rp_future **out,
-                  const char *func)
-{
-    rp_future *f;
-    int rc;
-
-    if ((rc = rp__future_new(pool ? pool->futures : NULL, &f)) < 0)
-        return rp__fail(rc, "%s: out of memory", func);
-    /* References: the caller's (out), the job's (reply), the timer's
-     * (taken by rp__future_arm, dropped when f completes). */
-    *reply = (rp__reply){&rp__future_reply_ops, rp_future_retain(f), 0, deadline_ns};
-    if (pool)
-        rp__future_arm(f, &pool->timer, deadline_ns);
-    *out = f;
-    return 0;
-}
-
-void rp__ask_abort(rp__reply *reply, rp_future **out)
-{
-    /* Not accepted: no job will answer.  Fail it for the timer's sake and
-     * drop both the job's and the caller's references. */
-    rp__future_fail(reply->target, RP_ESHUTDOWN, -1, "not accepted");
-    rp_future_release(reply->target);
-    rp_future_release(*out);
-    *out = NULL;
-}
-
 int rp_routee_ask(rp_routee *r, rp_job_fn fn, void *arg, int timeout_ms, rp_future **out)
 {
     rp__reply reply;
@@ -220,7 +184,8 @@ int rp_routee_ask(rp_routee *r, rp_job_fn fn, void *arg, int timeout_ms, rp_futu
     if (!r || !fn)
         return rp__fail(RP_EINVAL, "rp_routee_ask: %s is NULL", r ? "fn" : "routee");
     if ((rc = rp__ask_timeout(timeout_ms, &deadline, "rp_routee_ask")) < 0 ||
-        (rc = rp__ask_begin(r->pool, deadline, &reply, out, "rp_routee_ask")) < 0)
+        (rc = rp__ask_begin(r->pool ? r->pool->futures : NULL, r->pool ? &r->pool->timer : NULL,
+                            deadline, &reply, out, "rp_routee_ask")) < 0)
         return rc;
     if ((rc = rp__routee_deliver_reply(r, fn, arg, true, &reply)) < 0) {
         if (rc == RP_ESTOPPED && rp__pool_shut(r->pool))

@@ -94,15 +94,6 @@ int rp__routee_deliver_reply(rp_routee *r, rp_job_fn fn, void *arg, bool pinned,
                              rp__reply *reply);
 int rp__routee_deliver(rp_routee *r, rp_job_fn fn, void *arg, bool pinned);
 
-/* Asks: validate timeout_ms and compute the deadline. */
-int rp__ask_timeout(int timeout_ms, int64_t *deadline_ns, const char *func);
-/* Make the future of an ask: *out gets the caller's reference, reply the
- * job's; the pool's timer (when pool is not NULL) holds a third. */
-int rp__ask_begin(rp_pool *pool, int64_t deadline_ns, rp__reply *reply, rp_future **out,
-                  const char *func);
-/* The ask's job was not accepted: undo rp__ask_begin(). */
-void rp__ask_abort(rp__reply *reply, rp_future **out);
-
 /* Round-robin picks for the message indices base .. base + k - 1 into
  * targets[0..k): what rp_strategy_pick() would return for each, with one
  * division instead of k (strategy.c).  n >= 1. */

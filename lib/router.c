@@ -616,6 +616,7 @@ static int ask(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms, rp_future
                const char *func)
 {
     rp__reply reply;
+    rp_pool *pool;
     int64_t deadline;
     int rc;
 
@@ -633,7 +634,9 @@ static int ask(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms, rp_future
     if (rt->strategy.kind == RP_STRATEGY_CONSISTENT_HASH)
         return rp__fail(RP_EINVAL, "%s: router %s: consistent hashing needs a key", func,
                         rt->name);
-    if ((rc = rp__ask_begin(timer_pool(rt), deadline, &reply, out, func)) < 0)
+    pool = timer_pool(rt);
+    if ((rc = rp__ask_begin(pool ? pool->futures : NULL, pool ? &pool->timer : NULL, deadline,
+                            &reply, out, func)) < 0)
         return rc;
     if ((rc = route(rt, fn, arg, NULL, 0, &reply)) < 0) {
         rp__ask_abort(&reply, out);

@@ -94,17 +94,6 @@ static void read_accepted(const rp_routee *r, rp_routee_metrics *m)
     m->wait_count = load(&r->wait_count);
 }
 
-void rp__scatter_stats_add(rp_scatter_stats *sum, const rp_scatter_stats *s)
-{
-    for (int i = 0; i < RP_SCATTER_OUTCOMES; i++)
-        sum->resolved[i] += s->resolved[i];
-    for (int i = 0; i <= RP_SCATTER_LATENCY_BUCKETS; i++)
-        sum->latency_buckets[i] += s->latency_buckets[i];
-    sum->latency_count += s->latency_count;
-    sum->latency_sum_seconds += s->latency_sum_seconds;
-    sum->cancelled += s->cancelled;
-}
-
 int rp_metrics_snapshot(rp_pool *pool, rp_metrics *out)
 {
     if (!pool || !out)
@@ -123,14 +112,7 @@ int rp_metrics_snapshot(rp_pool *pool, rp_metrics *out)
                           out->routee[i].rerouted;
     }
     out->memory_bytes = rp__arena_allocated(&pool->arena);
-    pthread_mutex_lock(&pool->sg_lock);
-    rp__scatter_stats_add(&out->scatter, &pool->sg_retired);
-    for (size_t i = 0; i < pool->nsgs; i++) {
-        rp_scatter_stats s;
-        rp__sg_stats(pool->sgs[i], &s);
-        rp__scatter_stats_add(&out->scatter, &s);
-    }
-    pthread_mutex_unlock(&pool->sg_lock);
+    rp__sg_registry_stats(&pool->sgs, &out->scatter);
     return 0;
 }
 

@@ -10,12 +10,11 @@
  * before every accepted counter and finding equal sums proves the pool was
  * idle at some instant in between.
  *
- * Lock order: pool->life and pool->sg_lock are leaves, never held together
- * and never nested with another lock: pool->life guards shutdown's states
- * (closing, joining, joined) and is released before user code runs and
- * before the join; pool->sg_lock guards the list of scatter-gather
- * routers, copied under it and stopped after it.  No library lock is held
- * while a job or a callback runs.
+ * Lock order: pool->life is a leaf, never nested with another lock: it
+ * guards shutdown's states (closing, joining, joined) and is released
+ * before user code runs and before the join (the scatter registry's lock,
+ * scatter.c, is another leaf).  No library lock is held while a job or a
+ * callback runs.
  */
 #include <errno.h>
 #include <limits.h>
@@ -227,69 +226,6 @@ static int init_routees(rp_pool *pool, const rp_pool_options *o)
     return 0;
 }
 
-int rp__pool_add_sg(rp_pool *pool, struct rp__sg *sg)
-{
-    int rc = 0;
-
-    pthread_mutex_lock(&pool->sg_lock);
-    if (pool->nsgs == pool->capsgs) {
-        size_t cap = pool->capsgs ? pool->capsgs * 2 : 4;
-        struct rp__sg **grown = realloc(pool->sgs, cap * sizeof *grown);
-        if (grown) {
-            pool->sgs = grown;
-            pool->capsgs = cap;
-        } else {
-            rc = RP_ENOMEM;
-        }
-    }
-    if (rc == 0)
-        pool->sgs[pool->nsgs++] = sg;
-    pthread_mutex_unlock(&pool->sg_lock);
-    return rc;
-}
-
-void rp__pool_remove_sg(rp_pool *pool, struct rp__sg *sg)
-{
-    rp_scatter_stats final;
-
-    pthread_mutex_lock(&pool->sg_lock);
-    for (size_t i = 0; i < pool->nsgs; i++) {
-        if (pool->sgs[i] == sg) {
-            pool->sgs[i] = pool->sgs[--pool->nsgs];
-            /* Keep its counts: a counter must not go down when a router
-             * goes away. */
-            rp__sg_stats(sg, &final);
-            rp__scatter_stats_add(&pool->sg_retired, &final);
-            break;
-        }
-    }
-    pthread_mutex_unlock(&pool->sg_lock);
-}
-
-/* Shutdown: every open scatter fails at once ("stopped ..."), not after
- * its timeout. */
-static void stop_scatters(rp_pool *pool)
-{
-    struct rp__sg **copy = NULL;
-    size_t n;
-
-    /* Copy with references, then stop outside the lock: stopping runs
-     * completion callbacks, which may create or destroy routers. */
-    pthread_mutex_lock(&pool->sg_lock);
-    n = pool->nsgs;
-    if (n && (copy = malloc(n * sizeof *copy)))
-        for (size_t i = 0; i < n; i++)
-            rp__sg_retain(copy[i] = pool->sgs[i]);
-    pthread_mutex_unlock(&pool->sg_lock);
-    if (!copy)
-        return; /* out of memory: open scatters fail at their deadlines */
-    for (size_t i = 0; i < n; i++) {
-        rp__sg_stop_open(copy[i]);
-        rp__sg_release(copy[i]);
-    }
-    free(copy);
-}
-
 /* Routee i's thread attributes: opts.stack_size, and its CPU from
  * opts.cpus, set before the thread runs (a failure fails pthread_create,
  * not silently later).  0 or an errno value; attr is destroyed on error. */
@@ -415,7 +351,7 @@ int rp_pool_create(rp_pool **out, const rp_pool_options *opts)
     rp__event_init(&pool->idle_ev);
     pthread_mutex_init(&pool->life, NULL);
     pthread_cond_init(&pool->life_cv, NULL);
-    pthread_mutex_init(&pool->sg_lock, NULL);
+    rp__sg_registry_init(&pool->sgs);
     pthread_mutex_init(&pool->trace_lock, NULL);
     rp__arena_create(&pool->arena);
     if ((rc = rp__future_heap_create(&pool->futures)) < 0 ||
@@ -558,7 +494,7 @@ int rp_pool_shutdown(rp_pool *pool, int mode)
          * pool down too (it joins), or try to destroy it (refused). */
         rp_pool *outer = closing_pool;
         closing_pool = pool;
-        stop_scatters(pool);
+        rp__sg_stop_all(&pool->sgs);
         closing_pool = outer;
     }
     join_once(pool);
@@ -601,9 +537,8 @@ void rp_pool_destroy(rp_pool *pool)
     }
     rp__router_free(pool->router);
     rp__timer_stop(&pool->timer); /* no-op when already stopped */
-    free(pool->sgs);
+    rp__sg_registry_destroy(&pool->sgs);
     free(pool->cpus);
-    pthread_mutex_destroy(&pool->sg_lock);
     pthread_mutex_destroy(&pool->trace_lock);
     rp__arena_destroy(&pool->arena);
     rp__future_heap_release(pool->futures); /* futures still out keep it */

@@ -10,6 +10,7 @@
 
 #include "alloc.h"
 #include "routee.h"
+#include "scatter.h"
 #include "timer.h"
 #include "trace.h"
 #include "wait.h"
@@ -55,10 +56,7 @@ struct rp_pool {
     rp__timer timer; /* ask deadlines, scatter timers */
     rp__future_heap *futures; /* asks' futures (NULL: not recycled) */
     /* Scatter-gather routers over this pool, failed "stopped" at shutdown. */
-    pthread_mutex_t sg_lock;
-    struct rp__sg **sgs;
-    size_t nsgs, capsgs;
-    rp_scatter_stats sg_retired; /* counts of destroyed scatter routers */
+    rp__sg_registry sgs;
     /* Tracing: rings are allocated at the first rp_trace_start() and kept
      * until the pool is destroyed, so a routee never writes freed memory.
      * trace_sample is 0 when not tracing, else one job in trace_sample is
@@ -98,10 +96,6 @@ static inline bool rp__pool_shut(const rp_pool *pool)
 
 /* Hand a job back through the pool's callback (counted by the caller). */
 void rp__pool_handback(void *pool, void *arg, int reason);
-
-/* Scatter-gather routers register so a shutdown fails their open scatters. */
-int rp__pool_add_sg(rp_pool *pool, struct rp__sg *sg);
-void rp__pool_remove_sg(rp_pool *pool, struct rp__sg *sg);
 
 /* rp_router_tell() and rp_router_tell_batch() for func, the public
  * function the user called (named in rp_errmsg()). */

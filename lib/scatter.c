@@ -678,3 +678,106 @@ void rp__sg_close(rp__sg *sg)
     rp__sg_stop_open(sg);
     rp__sg_release(sg);
 }
+
+/*
+ * The registry: the scatter-gather routers over one pool, so a shutdown
+ * fails their open scatters at once ("stopped ..."), not after their
+ * timeouts, and the pool's metrics add up their counts.  reg->lock is a
+ * leaf: the list is copied under it (with references) and stopped after.
+ */
+void rp__sg_registry_init(rp__sg_registry *reg)
+{
+    memset(reg, 0, sizeof *reg);
+    pthread_mutex_init(&reg->lock, NULL);
+}
+
+void rp__sg_registry_destroy(rp__sg_registry *reg)
+{
+    free(reg->sgs);
+    pthread_mutex_destroy(&reg->lock);
+}
+
+/* sum += s. */
+static void stats_add(rp_scatter_stats *sum, const rp_scatter_stats *s)
+{
+    for (int i = 0; i < RP_SCATTER_OUTCOMES; i++)
+        sum->resolved[i] += s->resolved[i];
+    for (int i = 0; i <= RP_SCATTER_LATENCY_BUCKETS; i++)
+        sum->latency_buckets[i] += s->latency_buckets[i];
+    sum->latency_count += s->latency_count;
+    sum->latency_sum_seconds += s->latency_sum_seconds;
+    sum->cancelled += s->cancelled;
+}
+
+int rp__sg_register(rp__sg_registry *reg, rp__sg *sg)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&reg->lock);
+    if (reg->n == reg->cap) {
+        size_t cap = reg->cap ? reg->cap * 2 : 4;
+        rp__sg **grown = realloc(reg->sgs, cap * sizeof *grown);
+        if (grown) {
+            reg->sgs = grown;
+            reg->cap = cap;
+        } else {
+            rc = RP_ENOMEM;
+        }
+    }
+    if (rc == 0)
+        reg->sgs[reg->n++] = sg;
+    pthread_mutex_unlock(&reg->lock);
+    return rc;
+}
+
+void rp__sg_unregister(rp__sg_registry *reg, rp__sg *sg)
+{
+    rp_scatter_stats final;
+
+    pthread_mutex_lock(&reg->lock);
+    for (size_t i = 0; i < reg->n; i++) {
+        if (reg->sgs[i] == sg) {
+            reg->sgs[i] = reg->sgs[--reg->n];
+            /* Keep its counts: a counter must not go down when a router
+             * goes away. */
+            rp__sg_stats(sg, &final);
+            stats_add(&reg->retired, &final);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&reg->lock);
+}
+
+void rp__sg_stop_all(rp__sg_registry *reg)
+{
+    rp__sg **copy = NULL;
+    size_t n;
+
+    /* Copy with references, then stop outside the lock: stopping runs
+     * completion callbacks, which may create or destroy routers. */
+    pthread_mutex_lock(&reg->lock);
+    n = reg->n;
+    if (n && (copy = malloc(n * sizeof *copy)))
+        for (size_t i = 0; i < n; i++)
+            rp__sg_retain(copy[i] = reg->sgs[i]);
+    pthread_mutex_unlock(&reg->lock);
+    if (!copy)
+        return; /* out of memory: open scatters fail at their deadlines */
+    for (size_t i = 0; i < n; i++) {
+        rp__sg_stop_open(copy[i]);
+        rp__sg_release(copy[i]);
+    }
+    free(copy);
+}
+
+void rp__sg_registry_stats(rp__sg_registry *reg, rp_scatter_stats *sum)
+{
+    pthread_mutex_lock(&reg->lock);
+    stats_add(sum, &reg->retired);
+    for (size_t i = 0; i < reg->n; i++) {
+        rp_scatter_stats s;
+        rp__sg_stats(reg->sgs[i], &s);
+        stats_add(sum, &s);
+    }
+    pthread_mutex_unlock(&reg->lock);
+}

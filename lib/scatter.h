@@ -5,7 +5,9 @@
 #ifndef RP_SCATTER_INTERNAL_H
 #define RP_SCATTER_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "future.h"
@@ -27,8 +29,6 @@ void rp__sg_close(rp__sg *sg);
 void rp__sg_stop_open(rp__sg *sg);
 void rp__sg_release(rp__sg *sg);
 void rp__sg_stats(const rp__sg *sg, rp_scatter_stats *out);
-/* sum += s (metrics.c). */
-void rp__scatter_stats_add(rp_scatter_stats *sum, const rp_scatter_stats *s);
 /* A bare tell: counted, logged, arg handed back by the caller. */
 void rp__sg_no_reply_target(rp__sg *sg);
 
@@ -59,5 +59,27 @@ void rp__sg_retain(rp__sg *sg);
 bool rp__scatter_cancelled(const rp__scatter *s);
 void rp__scatter_count_cancelled(rp__scatter *s);
 void rp__scatter_release(rp__scatter *s);
+
+/* The scatter-gather routers over one pool (embedded in the pool). */
+typedef struct rp__sg_registry {
+    pthread_mutex_t lock; /* a leaf */
+    rp__sg **sgs;
+    size_t n, cap;
+    rp_scatter_stats retired; /* counts of destroyed scatter routers */
+} rp__sg_registry;
+
+void rp__sg_registry_init(rp__sg_registry *reg);
+/* Frees the list (the routers are gone by then). */
+void rp__sg_registry_destroy(rp__sg_registry *reg);
+/* A scatter-gather router registers at creation: 0 or RP_ENOMEM. */
+int rp__sg_register(rp__sg_registry *reg, rp__sg *sg);
+/* At its destruction; its counts stay in the registry's totals. */
+void rp__sg_unregister(rp__sg_registry *reg, rp__sg *sg);
+/* Shutdown: every open scatter of every router fails at once ("stopped
+ * ..."); completion callbacks run here, with no lock held.  Out of memory
+ * for the copy of the list: they fail at their deadlines. */
+void rp__sg_stop_all(rp__sg_registry *reg);
+/* *sum += the counts of every router, destroyed ones included. */
+void rp__sg_registry_stats(rp__sg_registry *reg, rp_scatter_stats *sum);
 
 #endif /* RP_SCATTER_INTERNAL_H */

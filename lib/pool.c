@@ -50,14 +50,6 @@ void rp_pool_options_init(rp_pool_options *opts)
     opts->trim_idle_ms = RP_TRIM_IDLE_MS_DEFAULT;
 }
 
-void rp__pool_handback(void *p, void *arg, int reason)
-{
-    rp_pool *pool = p;
-
-    if (pool->on_undelivered)
-        pool->on_undelivered(arg, reason, pool->undelivered_user);
-}
-
 /* The smallest stack pthread accepts.  glibc 2.34 and later define
  * PTHREAD_STACK_MIN as this sysconf() call. */
 static size_t stack_min(void)
@@ -217,7 +209,7 @@ static int init_routees(rp_pool *pool, const rp_pool_options *o)
         atomic_init(&r->rerouted, 0);
         r->spin_ns = pool->spin_ns;
         rc = rp__mailbox_init(&r->mb, &pool->arena, o->mailbox_capacity,
-                              o->overflow, rp__pool_handback, pool, (int)i);
+                              o->overflow, rp__routee_mailbox_handback, r, (int)i);
         if (rc < 0)
             return rc;
         r->mb.metrics = o->metrics;

@@ -94,9 +94,6 @@ static inline bool rp__pool_shut(const rp_pool *pool)
     return pool && atomic_load_explicit(&pool->shut, memory_order_acquire);
 }
 
-/* Hand a job back through the pool's callback (counted by the caller). */
-void rp__pool_handback(void *pool, void *arg, int reason);
-
 /* rp_router_tell() and rp_router_tell_batch() for func, the public
  * function the user called (named in rp_errmsg()). */
 int rp__router_tell(rp_router *rt, rp_job_fn fn, void *arg, const char *func);

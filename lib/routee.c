@@ -20,13 +20,19 @@
 /* Identities of foreign routees: distinct within the process. */
 static _Atomic uint64_t foreign_serial;
 
-int64_t rp__routee_score(const rp_routee *r)
+void rp__routee_handback(rp_pool *pool, void *arg, int reason)
 {
-    if (r->kind == RP__ROUTEE_FOREIGN) {
-        int64_t d = r->depth_fn ? r->depth_fn(r->user) : -1;
-        return d > 0 ? d : 0; /* unreadable counts as empty */
-    }
-    return rp__mailbox_depth(&r->mb) + atomic_load_explicit(&r->busy, memory_order_relaxed);
+    if (pool->on_undelivered)
+        pool->on_undelivered(arg, reason, pool->undelivered_user);
+}
+
+void rp__routee_mailbox_handback(void *routee, void *arg, int reason, rp__reply *reply)
+{
+    rp_routee *r = routee;
+
+    rp__routee_handback(r->pool, arg, reason);
+    if (reply)
+        rp__reply_fail(reply, reason, r->index);
 }
 
 int rp__routee_deliver_reply(rp_routee *r, rp_job_fn fn, void *arg, bool pinned,

@@ -84,8 +84,24 @@ static inline void rp__owner_add(_Atomic uint64_t *counter, uint64_t n)
 }
 
 /* Smallest-mailbox score: queued depth plus one while running a job;
- * 0 for a depth nobody can read. */
-int64_t rp__routee_score(const rp_routee *r);
+ * 0 for a depth nobody can read.  Inline: every smallest-mailbox pick
+ * reads it for each routee. */
+static inline int64_t rp__routee_score(const rp_routee *r)
+{
+    if (r->kind == RP__ROUTEE_FOREIGN) {
+        int64_t d = r->depth_fn ? r->depth_fn(r->user) : -1;
+        return d > 0 ? d : 0; /* unreadable counts as empty */
+    }
+    return rp__mailbox_depth(&r->mb) + atomic_load_explicit(&r->busy, memory_order_relaxed);
+}
+
+/* Hand a job that will not run back through pool's on_undelivered
+ * callback (counted by the caller). */
+void rp__routee_handback(rp_pool *pool, void *arg, int reason);
+/* A local routee's mailbox hand-back (rp__handback_fn, owner: the
+ * routee): the arg back as rp__routee_handback(), then the job's reply
+ * (may be NULL) failed with reason. */
+void rp__routee_mailbox_handback(void *routee, void *arg, int reason, rp__reply *reply);
 
 /* Deliver to one routee.  0: accepted (the job owns reply's reference).
  * Negative: not accepted (RP_EFULL, RP_ESTOPPED, RP_ESHUTDOWN, RP_ENOMEM,

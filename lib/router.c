@@ -249,7 +249,7 @@ static void handback(rp_router *rt, const rp_routee *r, void *arg, int reason,
     if (rt->on_undelivered)
         rt->on_undelivered(arg, reason, rt->undelivered_user);
     else if (pool)
-        rp__pool_handback(pool, arg, reason);
+        rp__routee_handback(pool, arg, reason);
     if (reply)
         rp__reply_fail(reply, reason, r ? r->index : -1);
 }
@@ -379,7 +379,7 @@ static int no_reply_target(rp_router *rt, void *arg, const char *func)
     if (rt->on_undelivered)
         rt->on_undelivered(arg, RP_ENOREPLY, rt->undelivered_user);
     else
-        rp__pool_handback(rt->pool, arg, RP_ENOREPLY);
+        rp__routee_handback(rt->pool, arg, RP_ENOREPLY);
     return 0;
 }
 

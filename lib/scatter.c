@@ -533,7 +533,7 @@ static void send_member_if(rp__scatter *s, size_t i, bool even_if_resolved)
 
     if (rc < 0) {
         /* Not accepted: the copy's arg comes back on its own. */
-        rp__pool_handback(s->sg->pool, s->arg, rc);
+        rp__routee_handback(s->sg->pool, s->arg, rc);
         rp__scatter_member_fail(s, (uint32_t)i, rc, rp_routee_index(r), NULL);
         rp__scatter_release(s);
     }

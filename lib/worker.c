@@ -113,7 +113,7 @@ static bool skip_job(rp_routee *r, rp__reply *reply, void *arg)
 
     if (why == 0)
         return false;
-    rp__pool_handback(r->pool, arg, why);
+    rp__routee_handback(r->pool, arg, why);
     if (why == RP_ECANCELLED)
         rp__reply_release(reply); /* counted cancelled by the skip */
     else

@@ -45,10 +45,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
 #include "alloc.h"
+#include "clock.h"
 #include "future.h"
-#include "pool.h"
+#include "pool_record.h"
 #include "timer.h"
 #include "wait.h"
 

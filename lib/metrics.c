@@ -16,8 +16,10 @@
 #include <string.h>
 
 #include "clock.h"
-#include "pool.h"
+#include "pool_record.h"
+#include "routee_record.h"
 #include "scatter.h"
+#include "trace.h"
 
 const double rp_metrics_depth_bounds[RP_DEPTH_BUCKETS - 1] = {
     1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000};
@@ -112,7 +114,7 @@ int rp_metrics_snapshot(rp_pool *pool, rp_metrics *out)
                           out->routee[i].rerouted;
     }
     out->memory_bytes = rp__arena_allocated(&pool->arena);
-    rp__sg_registry_stats(&pool->sgs, &out->scatter);
+    rp__sg_registry_stats(pool->sgs, &out->scatter);
     return 0;
 }
 

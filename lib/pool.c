@@ -27,8 +27,12 @@
 #include <xxhash.h>
 
 #include "clock.h"
-#include "pool.h"
+#include "future.h"
+#include "pool_record.h"
+#include "routee.h"
+#include "router.h"
 #include "scatter.h"
+#include "trace.h"
 #include "worker.h"
 
 /* The pool whose rp_pool_shutdown() or rp_pool_destroy() this thread is
@@ -343,10 +347,10 @@ int rp_pool_create(rp_pool **out, const rp_pool_options *opts)
     rp__event_init(&pool->idle_ev);
     pthread_mutex_init(&pool->life, NULL);
     pthread_cond_init(&pool->life_cv, NULL);
-    rp__sg_registry_init(&pool->sgs);
     pthread_mutex_init(&pool->trace_lock, NULL);
     rp__arena_create(&pool->arena);
     if ((rc = rp__future_heap_create(&pool->futures)) < 0 ||
+        (rc = rp__sg_registry_create(&pool->sgs)) < 0 ||
         (rc = init_routees(pool, opts)) < 0 ||
         (rc = rp__router_create_for_pool(&pool->router, pool, &opts->strategy, true)) < 0 ||
         (rc = start_threads(pool)) < 0) {
@@ -486,7 +490,7 @@ int rp_pool_shutdown(rp_pool *pool, int mode)
          * pool down too (it joins), or try to destroy it (refused). */
         rp_pool *outer = closing_pool;
         closing_pool = pool;
-        rp__sg_stop_all(&pool->sgs);
+        rp__sg_stop_all(pool->sgs);
         closing_pool = outer;
     }
     join_once(pool);
@@ -529,7 +533,7 @@ void rp_pool_destroy(rp_pool *pool)
     }
     rp__router_free(pool->router);
     rp__timer_stop(&pool->timer); /* no-op when already stopped */
-    rp__sg_registry_destroy(&pool->sgs);
+    rp__sg_registry_destroy(pool->sgs);
     free(pool->cpus);
     pthread_mutex_destroy(&pool->trace_lock);
     rp__arena_destroy(&pool->arena);

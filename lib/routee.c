@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "clock.h"
-#include "pool.h"
+#include "future.h"
+#include "pool_record.h"
 #include "routee.h"
 #include "steal.h"
 

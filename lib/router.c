@@ -22,11 +22,14 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "pool.h"
-#include "routee.h"
-#include "steal.h"
+#include "future.h"
+#include "pool_record.h"
 #include "probes.h"
+#include "routee.h"
+#include "router.h"
 #include "scatter.h"
+#include "steal.h"
+#include "strategy.h"
 
 /* Routers with at most this many routees route with no allocation. */
 #define STACK_CHOICES 64
@@ -200,7 +203,7 @@ void rp__router_free(rp_router *rt)
         /* Stop open scatters first, so "stopped" is counted before the
          * pool folds this router's counts into its own. */
         rp__sg_stop_open(rt->sg);
-        rp__sg_unregister(&rt->pool->sgs, rt->sg);
+        rp__sg_unregister(rt->pool->sgs, rt->sg);
         rp__sg_close(rt->sg);
     }
     free(rt->weights);
@@ -730,7 +733,7 @@ int rp_router_create_scatter_gather(rp_router **out, rp_pool *pool,
     if ((rc = pool_router(out, pool, &ro, false, func)) < 0)
         return rc;
     if ((rc = rp__sg_new(&(*out)->sg, sg, (*out)->name, pool, (*out)->log, (*out)->log_user)) < 0 ||
-        (rc = rp__sg_register(&pool->sgs, (*out)->sg)) < 0) {
+        (rc = rp__sg_register(pool->sgs, (*out)->sg)) < 0) {
         if ((*out)->sg) {
             rp__sg_release((*out)->sg);
             (*out)->sg = NULL;

@@ -30,8 +30,9 @@
 #include <string.h>
 
 #include "clock.h"
-#include "pool.h"
+#include "pool_record.h"
 #include "probes.h"
+#include "routee.h"
 #include "scatter.h"
 #include "timer.h"
 
@@ -685,16 +686,30 @@ void rp__sg_close(rp__sg *sg)
  * timeouts, and the pool's metrics add up their counts.  reg->lock is a
  * leaf: the list is copied under it (with references) and stopped after.
  */
-void rp__sg_registry_init(rp__sg_registry *reg)
+struct rp__sg_registry {
+    pthread_mutex_t lock; /* a leaf */
+    rp__sg **sgs;
+    size_t n, cap;
+    rp_scatter_stats retired; /* counts of destroyed scatter routers */
+};
+
+int rp__sg_registry_create(rp__sg_registry **out)
 {
-    memset(reg, 0, sizeof *reg);
+    rp__sg_registry *reg = calloc(1, sizeof *reg);
+
+    if (!(*out = reg))
+        return RP_ENOMEM;
     pthread_mutex_init(&reg->lock, NULL);
+    return 0;
 }
 
 void rp__sg_registry_destroy(rp__sg_registry *reg)
 {
+    if (!reg)
+        return;
     free(reg->sgs);
     pthread_mutex_destroy(&reg->lock);
+    free(reg);
 }
 
 /* sum += s. */

@@ -5,7 +5,6 @@
 #ifndef RP_SCATTER_INTERNAL_H
 #define RP_SCATTER_INTERNAL_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -60,16 +59,12 @@ bool rp__scatter_cancelled(const rp__scatter *s);
 void rp__scatter_count_cancelled(rp__scatter *s);
 void rp__scatter_release(rp__scatter *s);
 
-/* The scatter-gather routers over one pool (embedded in the pool). */
-typedef struct rp__sg_registry {
-    pthread_mutex_t lock; /* a leaf */
-    rp__sg **sgs;
-    size_t n, cap;
-    rp_scatter_stats retired; /* counts of destroyed scatter routers */
-} rp__sg_registry;
+/* The scatter-gather routers over one pool (pool->sgs). */
+typedef struct rp__sg_registry rp__sg_registry;
 
-void rp__sg_registry_init(rp__sg_registry *reg);
-/* Frees the list (the routers are gone by then). */
+/* An empty registry into *out: 0 or RP_ENOMEM (rp_errmsg() not set). */
+int rp__sg_registry_create(rp__sg_registry **out);
+/* Frees it (its routers are gone by then).  Accepts NULL. */
 void rp__sg_registry_destroy(rp__sg_registry *reg);
 /* A scatter-gather router registers at creation: 0 or RP_ENOMEM. */
 int rp__sg_register(rp__sg_registry *reg, rp__sg *sg);

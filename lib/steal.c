@@ -19,9 +19,10 @@
 #include <stdint.h>
 
 #include "clock.h"
-#include "pool.h"
+#include "pool_record.h"
 #include "probes.h"
 #include "steal.h"
+#include "trace_ring.h"
 
 static uint64_t idle_bit(const rp_routee *r)
 {

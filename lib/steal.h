@@ -11,7 +11,12 @@
 
 #include <stdbool.h>
 
-#include "routee.h"
+#include "routee_record.h"
+
+/* pool->searching: the search's waker has signalled its thief.  A search
+ * without it that began RP__EV_HELP_NS ago or more belongs to a waker
+ * descheduled before its signal, and the next waker takes it over. */
+#define RP__SEARCH_WOKEN 1
 
 /* A producer queued a stealable job on target (after its fence): wake a
  * sleeping routee to steal it if target is busy and nobody is looking. */

@@ -56,7 +56,9 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "pool.h"
+#include "pool_record.h"
+#include "routee_record.h"
+#include "trace.h"
 
 /* A routee's exact counters, read at the start and at the stop of a trace:
  * the trace reports the difference. */
@@ -100,22 +102,6 @@ void rp_trace_options_init(rp_trace_options *opts)
     opts->interval_us = 1000;
     opts->job_sample = 64;
     opts->steals = true;
-}
-
-void rp__trace_push(rp__trace_ring *ring, const rp__trace_event *ev)
-{
-    uint32_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
-    uint32_t tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
-
-    if (head - tail >= RP__TRACE_RING) {
-        atomic_store_explicit(&ring->lost,
-                              atomic_load_explicit(&ring->lost, memory_order_relaxed) + 1,
-                              memory_order_relaxed);
-        return;
-    }
-    ring->ev[head % RP__TRACE_RING] = *ev;
-    /* Publish the event (pairs with the acquire in drain()). */
-    atomic_store_explicit(&ring->head, head + 1, memory_order_release);
 }
 
 /* Length of the valid UTF-8 sequence at p (lead byte >= 0x80): 2..4, or

@@ -25,9 +25,12 @@
 #include <time.h>
 
 #include "clock.h"
-#include "pool.h"
+#include "future.h"
+#include "pool_record.h"
 #include "probes.h"
+#include "routee.h"
 #include "steal.h"
+#include "trace_ring.h"
 #include "worker.h"
 
 struct rp_job_ctx {

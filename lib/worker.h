@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "routee.h"
+#include "internal.h"
 
 /* A routee thread's start routine: p is its rp_routee (started by
  * rp_pool_create with pthread_create).  Returns NULL once the routee's

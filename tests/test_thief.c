@@ -15,7 +15,9 @@
 
 #include "common.h"
 #include "clock.h"
-#include "pool.h"
+#include "pool_record.h"
+#include "routee_record.h"
+#include "steal.h"
 
 TestSuite(thief, .fini = rp_leak_check);
 

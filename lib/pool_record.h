@@ -1,19 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pool.h - the pool record.  Private.
+ * pool_record.h - the pool record, shared by the files that make up a
+ * pool (pool.c creates and destroys it).  Private.
+ *
+ * Data only, and pointers to the parts that have a file of their own
+ * (routees, scatter registry, futures, trace rings): it includes nothing
+ * above the clock, timer, wait and alloc floors, so any file may read it
+ * without depending on pool.c.
  */
-#ifndef RP_POOL_H
-#define RP_POOL_H
+#ifndef RP_POOL_RECORD_H
+#define RP_POOL_RECORD_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 
 #include "alloc.h"
-#include "routee.h"
-#include "scatter.h"
+#include "internal.h"
 #include "timer.h"
-#include "trace.h"
 #include "wait.h"
+
+struct rp__future_heap;
+struct rp__sg_registry;
+struct rp__trace_ring;
+struct rp__tracer;
 
 struct rp_pool {
     char name[RP_POOL_NAME_MAX + 1];
@@ -54,16 +63,16 @@ struct rp_pool {
     /* Stealing: routees woken to steal that are still looking, and one
      * bit per sleeping routee.  See steal.c. */
     rp__timer timer; /* ask deadlines, scatter timers */
-    rp__future_heap *futures; /* asks' futures (NULL: not recycled) */
+    struct rp__future_heap *futures; /* asks' futures (NULL: not recycled) */
     /* Scatter-gather routers over this pool, failed "stopped" at shutdown. */
-    rp__sg_registry sgs;
+    struct rp__sg_registry *sgs; /* scatter.c */
     /* Tracing: rings are allocated at the first rp_trace_start() and kept
      * until the pool is destroyed, so a routee never writes freed memory.
      * trace_sample is 0 when not tracing, else one job in trace_sample is
      * recorded (read by producers and routees, relaxed). */
     RP_ALIGNED _Atomic unsigned trace_sample;
     _Atomic bool trace_steals;
-    rp__trace_ring **rings;
+    struct rp__trace_ring **rings;
     struct rp__tracer *tracer;
     pthread_mutex_t trace_lock;
     /* Idle spinning (spin_for_work in worker.c): the window in ns, and how
@@ -82,11 +91,6 @@ struct rp_pool {
     RP_ALIGNED _Atomic uint64_t idle_bits[RP_ROUTEES_MAX / 64];
 };
 
-/* pool->searching: the search's waker has signalled its thief.  A search
- * without it that began RP__EV_HELP_NS ago or more belongs to a waker
- * descheduled before its signal, and the next waker takes it over. */
-#define RP__SEARCH_WOKEN 1
-
 /* Whether rp_pool_shutdown() was called on pool (NULL: false).  For the
  * failure paths of submits, which then return RP_ESHUTDOWN. */
 static inline bool rp__pool_shut(const rp_pool *pool)
@@ -94,15 +98,4 @@ static inline bool rp__pool_shut(const rp_pool *pool)
     return pool && atomic_load_explicit(&pool->shut, memory_order_acquire);
 }
 
-/* rp_router_tell() and rp_router_tell_batch() for func, the public
- * function the user called (named in rp_errmsg()). */
-int rp__router_tell(rp_router *rt, rp_job_fn fn, void *arg, const char *func);
-int rp__router_tell_batch(rp_router *rt, rp_job_fn fn, void *const *args, size_t n,
-                          const char *func);
-
-/* Router internals the pool needs for its default router. */
-int rp__router_create_for_pool(rp_router **out, rp_pool *pool,
-                               const rp_strategy *strategy, bool is_default);
-void rp__router_free(rp_router *router);
-
-#endif /* RP_POOL_H */
+#endif /* RP_POOL_RECORD_H */

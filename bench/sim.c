@@ -7,8 +7,9 @@
  *
  * What it runs: the library's own rp_strategy_pick() (public header, linked
  * against routepool) over foreign routees whose depth callback reads the
- * simulated routee, and lib/pool.c's worker loop, stealing and thief
- * wake-up replayed step by step (bench/sim_engine.c says how).  No threads.
+ * simulated routee, and lib/worker.c's worker loop and lib/steal.c's
+ * stealing and thief wake-up replayed step by step (bench/sim_engine.c says
+ * how).  No threads.
  * Each routee has a CPU of its own (no time-sharing between routees).
  *
  * Workload: Poisson arrivals at load * k / 10.9 us; job cost bimodal (90%
@@ -84,7 +85,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: rp-bench-sim [options]\n"
         "  Discrete-event simulation of routepool's routers (rp_strategy_pick, no\n"
-        "  threads) and of lib/pool.c's stealing, against an M/G/k central queue.\n"
+        "  threads) and of lib/steal.c's stealing, against an M/G/k central queue.\n"
         "  Prints mean/p50/p99/p99.9 sojourn (arrival -> completion) per k, load and\n"
         "  router, and the p99 ratio to the central queue.\n"
         "  --k LIST          routee counts, 1..%u (default 2,8,32,128,1024)\n"

@@ -2,7 +2,7 @@
 /*
  * bench/sim_engine.c - the event loop of rp-bench-sim: k simulated routees,
  * Poisson arrivals, routing by the library's own rp_strategy_pick(), and
- * lib/pool.c's worker loop and stealing policy replayed step by step.
+ * lib/worker.c's worker loop and lib/steal.c's stealing policy replayed step by step.
  *
  * Each simulated routee is a foreign routee (rp_routee_foreign_create())
  * whose depth callback returns its queued jobs plus one while it runs: the
@@ -10,7 +10,7 @@
  * callback is never called: the simulator delivers the job itself to the
  * index the strategy picked.
  *
- * Worker loop (lib/pool.c routee_main): a routee that finishes a job, wakes
+ * Worker loop (lib/worker.c routee_main): a routee that finishes a job, wakes
  * up or is woken to steal takes, in this order, its stolen batch, its own
  * queue, or a steal (with --steal-older 1, a what-if the pool does not
  * implement: first a running routee's oldest job when that is older than

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench/sim_policy.h - the pool's wake and steal policy (lib/pool.c),
+ * bench/sim_policy.h - the pool's wake and steal policy (lib/worker.c, lib/steal.c),
  * written once for both simulators: rp-bench-sim's engine (sim_engine.c:
  * overheads, spinning and sleeping routees, any k) and rp-bench-sojourn's
  * zero-overhead replay (sojourn_sim.c: 2 routees, no latency).  Each keeps
  * its own routees and clock and asks these functions what the pool decides:
  *
  *  - a routee looks for its next job in its stolen batch, then its own
- *    queue, then by stealing (lib/pool.c next_job(); the callers do this in
+ *    queue, then by stealing (lib/worker.c next_job(); the callers do this in
  *    their own queues' terms);
  *  - a victim is worth stealing from when it has a queued job and is busy
  *    or holds more than one (sim_worth_stealing(): worth_stealing());

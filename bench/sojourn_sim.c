@@ -60,7 +60,7 @@ static void sim_run(sim *m, simw *x, size_t j, int64_t t)
     m->sojourn[j] = x->until - m->wl->offset[j];
 }
 
-/* Routee k looks for its next job at time t (lib/pool.c: next_job()). */
+/* Routee k looks for its next job at time t (lib/worker.c: next_job()). */
 static void sim_next(sim *m, size_t k, int64_t t)
 {
     simw *x = &m->w[k], *v;

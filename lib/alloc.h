@@ -12,6 +12,32 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "internal.h"
+
+/*
+ * Prefetch a cache line we are about to write.  __builtin_prefetch(p, 1)
+ * emits PREFETCHW only when the compiler targets it (-mprfchw; the
+ * x86-64 baseline does not), else a read prefetch, which fetches the line
+ * shared: the store then still waits for the other core's copy to be
+ * invalidated.  So on x86-64 we emit PREFETCHW ourselves when CPUID says
+ * the CPU has it (rp__have_prefetchw, set once at load time in alloc.c).
+ */
+#if defined(__x86_64__)
+extern _Bool rp__have_prefetchw;
+static inline void rp__prefetch_w(const void *p)
+{
+    if (RP_LIKELY(rp__have_prefetchw))
+        __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+    else
+        __builtin_prefetch(p, 1);
+}
+#else
+static inline void rp__prefetch_w(const void *p)
+{
+    __builtin_prefetch(p, 1);
+}
+#endif
+
 /*
  * The pool's own allocator: a private jemalloc arena when the process has
  * jemalloc, else the C allocator.  The library never links jemalloc (a

@@ -5,10 +5,11 @@
  * The code/description table is generated from RP_ERROR_LIST so the enum,
  * rp_strerror() and rp_err_name() cannot drift apart.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "error.h"
 
 static _Thread_local char last_error[256];
 

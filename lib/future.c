@@ -46,9 +46,9 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "clock.h"
 #include "future.h"
-#include "pool.h"
-#include "scatter.h"
+#include "pool_record.h"
 #include "timer.h"
 #include "wait.h"
 
@@ -612,36 +612,90 @@ void *rp_future_take_value(rp_future *f)
     return value;
 }
 
-void rp__reply_fail(rp__reply *r, int code, int routee)
-{
-    if (r->future) {
-        rp__future_fail(r->future, code, routee, "%s", rp_strerror(code));
-        rp_future_release(r->future);
-    } else if (r->scatter) {
-        rp__scatter_member_fail(r->scatter, r->member, code, routee, NULL);
-        rp__scatter_release(r->scatter);
-    }
-    r->future = NULL;
-    r->scatter = NULL;
-}
+/*
+ * Asks: a future for a job's answer, armed on a timer for its deadline.
+ */
 
-void rp__reply_release(rp__reply *r)
+int rp__ask_timeout(int timeout_ms, int64_t *deadline_ns, const char *func)
 {
-    if (r->future)
-        rp_future_release(r->future);
-    else if (r->scatter)
-        rp__scatter_release(r->scatter);
-    r->future = NULL;
-    r->scatter = NULL;
-}
-
-int rp__reply_skip(const rp__reply *r, int64_t now_ns)
-{
-    if (r->scatter && rp__scatter_cancelled(r->scatter))
-        return RP_ECANCELLED;
-    if (r->future && !rp__future_pending(r->future))
-        return RP_EEXPIRED;
-    if (r->deadline_ns && now_ns >= r->deadline_ns)
-        return RP_EEXPIRED;
+    if (timeout_ms < 0)
+        return rp__fail(RP_EINVAL, "%s: timeout_ms must be > 0, or 0 for the default (got %d)",
+                        func, timeout_ms);
+    *deadline_ns = rp__now_ns() + (int64_t)(timeout_ms ? timeout_ms : RP_ASK_TIMEOUT_MS) * 1000000;
     return 0;
 }
+
+int rp__ask_begin(rp__future_heap *heap, struct rp__timer *timer, int64_t deadline_ns,
+                  rp__reply *reply, rp_future **out, const char *func)
+{
+    rp_future *f;
+    int rc;
+
+    if ((rc = rp__future_new(heap, &f)) < 0)
+        return rp__fail(rc, "%s: out of memory", func);
+    /* References: the caller's (out), the job's (reply), the timer's
+     * (taken by rp__future_arm, dropped when f completes). */
+    *reply = (rp__reply){&rp__future_reply_ops, rp_future_retain(f), 0, deadline_ns};
+    if (timer)
+        rp__future_arm(f, timer, deadline_ns);
+    *out = f;
+    return 0;
+}
+
+void rp__ask_abort(rp__reply *reply, rp_future **out)
+{
+    /* Not accepted: no job will answer.  Fail it for the timer's sake and
+     * drop both the job's and the caller's references. */
+    rp__future_fail(reply->target, RP_ESHUTDOWN, -1, "not accepted");
+    rp_future_release(reply->target);
+    rp_future_release(*out);
+    *out = NULL;
+}
+
+/* A completion refused: the ask had timed out (failed) or another
+ * completer won. */
+static int refusal(const rp_future *f)
+{
+    return rp_future_status(f) == RP_FUTURE_FAILED ? RP_ETIMEDOUT : RP_ECANCELLED;
+}
+
+static int reply_fulfil(void *target, uint32_t member, void *value, rp_value_free_fn free_fn,
+                        int routee)
+{
+    (void)member;
+    return rp__future_fulfil_owned(target, value, free_fn, routee) ? 0 : refusal(target);
+}
+
+static int reply_fail(void *target, uint32_t member, int code, int routee, const char *message)
+{
+    (void)member;
+    if (rp__future_fail(target, code, routee, "%s", message ? message : rp_strerror(code)))
+        return 0;
+    return refusal(target);
+}
+
+static void reply_retain(void *target)
+{
+    rp_future_retain(target);
+}
+
+static void reply_release(void *target)
+{
+    rp_future_release(target);
+}
+
+/* A job whose future already completed (its ask timed out) is skipped. */
+static int reply_skip(void *target)
+{
+    return rp__future_pending(target) ? 0 : RP_EEXPIRED;
+}
+
+static bool reply_cancelled(const void *target)
+{
+    (void)target;
+    return false;
+}
+
+const rp__reply_ops rp__future_reply_ops = {
+    reply_fulfil, reply_fail, reply_retain, reply_release, reply_skip, reply_cancelled,
+};

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * future.h - futures and reply targets, private side.  Private.
+ * future.h - futures, private side.  Private.
  */
 #ifndef RP_FUTURE_INTERNAL_H
 #define RP_FUTURE_INTERNAL_H
@@ -9,25 +9,10 @@
 #include <stdint.h>
 
 #include "internal.h"
+#include "reply.h"
 
-typedef struct rp__scatter rp__scatter;
-
-/*
- * Where a job's answer goes: nowhere (a tell), a future (an ask), or one
- * member of a scatter.  The job record holds one reference on the future
- * or the scatter until the job has run or been handed back.
- */
-typedef struct rp__reply {
-    rp_future *future;
-    rp__scatter *scatter;
-    uint32_t member;
-    int64_t deadline_ns; /* 0: none */
-} rp__reply;
-
-static inline bool rp__reply_none(const rp__reply *r)
-{
-    return !r || (!r->future && !r->scatter);
-}
+/* A reply into a future (reply.h): its target is an rp_future *. */
+extern const rp__reply_ops rp__future_reply_ops;
 
 /* Where a pool's futures are recycled (future.c, "Recycling"). */
 typedef struct rp__future_heap rp__future_heap;
@@ -75,14 +60,16 @@ struct rp__timer;
  * the timer entry is removed at once).  No-op when already armed. */
 void rp__future_arm(rp_future *f, struct rp__timer *timer, int64_t deadline_ns);
 
-/* The job will not run: fail its reply with code and drop the job's
- * reference.  routee: where it was, or -1. */
-void rp__reply_fail(rp__reply *r, int code, int routee);
-/* Drop the job's reference without completing anything. */
-void rp__reply_release(rp__reply *r);
-/* Whether a job with this reply should be skipped at dequeue: its deadline
- * passed (RP_EEXPIRED), or its scatter resolved and losers are cancelled
- * (RP_ECANCELLED).  0: run it. */
-int rp__reply_skip(const rp__reply *r, int64_t now_ns);
+/* Asks: validate timeout_ms (0: RP_ASK_TIMEOUT_MS) and compute the
+ * absolute deadline.  0 or RP_EINVAL (rp_errmsg() names func). */
+int rp__ask_timeout(int timeout_ms, int64_t *deadline_ns, const char *func);
+/* Make the future of an ask, from heap (NULL: malloc): *out gets the
+ * caller's reference, reply the job's; timer (when not NULL) holds a
+ * third until the future completes or deadline_ns fails it.  0 or
+ * RP_ENOMEM. */
+int rp__ask_begin(rp__future_heap *heap, struct rp__timer *timer, int64_t deadline_ns,
+                  rp__reply *reply, rp_future **out, const char *func);
+/* The ask's job was not accepted: undo rp__ask_begin(). */
+void rp__ask_abort(rp__reply *reply, rp_future **out);
 
 #endif /* RP_FUTURE_INTERNAL_H */

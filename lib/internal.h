@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * internal.h - helpers shared by every file of the library: error detail,
- * cache-line layout, ThreadSanitizer annotations, logging.  Private.
+ * internal.h - helpers shared by every file of the library: cache-line
+ * layout, branch hints, ThreadSanitizer annotations, and error.h (error
+ * detail, logging).  Private.
  */
 #ifndef RP_INTERNAL_H
 #define RP_INTERNAL_H
@@ -10,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#include "error.h"
 #include "routepool/routepool.h"
 
 #define RP_CACHELINE 64
@@ -18,30 +20,6 @@
 
 #define RP_LIKELY(x) __builtin_expect(!!(x), 1)
 #define RP_UNLIKELY(x) __builtin_expect(!!(x), 0)
-
-/*
- * Prefetch a cache line we are about to write.  __builtin_prefetch(p, 1)
- * emits PREFETCHW only when the compiler targets it (-mprfchw; the
- * x86-64 baseline does not), else a read prefetch, which fetches the line
- * shared: the store then still waits for the other core's copy to be
- * invalidated.  So on x86-64 we emit PREFETCHW ourselves when CPUID says
- * the CPU has it (rp__have_prefetchw, set once at load time in alloc.c).
- */
-#if defined(__x86_64__)
-extern _Bool rp__have_prefetchw;
-static inline void rp__prefetch_w(const void *p)
-{
-    if (RP_LIKELY(rp__have_prefetchw))
-        __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
-    else
-        __builtin_prefetch(p, 1);
-}
-#else
-static inline void rp__prefetch_w(const void *p)
-{
-    __builtin_prefetch(p, 1);
-}
-#endif
 
 /*
  * ConcurrencyKit's atomics are inline assembly on x86-64, invisible to
@@ -71,18 +49,5 @@ void __tsan_ignore_thread_end(void);
 #define rp__tsan_ignore_begin() ((void)0)
 #define rp__tsan_ignore_end() ((void)0)
 #endif
-
-/* Record the detail of an error for rp_errmsg() and return code. */
-int rp__fail(int code, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* Write one log line through fn, or to stderr (warnings and errors) when fn
- * is NULL. */
-void rp__log(rp_log_fn fn, void *user, int level, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-/* Copy a name into dst (cap bytes), checking 1..cap-1 bytes. */
-int rp__copy_name(char *dst, size_t cap, const char *src, const char *def,
-                  const char *func, const char *field);
 
 #endif /* RP_INTERNAL_H */

@@ -92,7 +92,7 @@
  * from then on no operation that starts can reach them (a detached record
  * is in no queue, so no live link leads to it, and it is handed to no
  * producer).  Then it asks its caller whether every operation that was in
- * progress is over (pool.c, trim_quiescent(): the mailbox's depth is 0,
+ * progress is over (worker.c, trim_quiescent(): the mailbox's depth is 0,
  * read released-first, so every producer that reserved has linked its
  * job and touches no record any more; no producer is evicting; every
  * other routee is asleep or slept since).  Only then are the slabs all of
@@ -351,7 +351,7 @@ static size_t get_recs(rp__lane *lane, rp__lane_rec **out, size_t n)
 /* Whether a job needs its record's second line. */
 static bool is_cold(const rp__job *job)
 {
-    return job->reply.future || job->reply.scatter || job->reply.deadline_ns || job->enq_ns;
+    return job->reply.ops || job->reply.deadline_ns || job->enq_ns;
 }
 
 static void fill(rp__lane_rec *rec, const rp__job *job)

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 
 #include "alloc.h"
-#include "future.h"
+#include "reply.h"
 #include "producer.h"
 
 /* Owner checks.  Functions named *_owner (and rp__lane_flush,

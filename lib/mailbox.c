@@ -24,10 +24,9 @@
 #include <sched.h>
 #include <stddef.h>
 
+#include "clock.h"
 #include "mailbox.h"
 #include "probes.h"
-#include "timer.h"
-#include "trace.h"
 
 int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,
                      int overflow, rp__handback_fn handback, void *owner, int index)
@@ -101,9 +100,7 @@ static void handback(rp__mailbox *mb, void *arg, int reason, bool was_queued,
     if (reason == RP_EDROPPED || reason == RP_EEVICTED)
         RP_PROBE3(drop, mb->index, reason, arg);
     RP_PROBE3(handback, mb->index, reason, arg);
-    mb->handback(mb->owner, arg, reason);
-    if (reply)
-        rp__reply_fail(reply, reason, mb->index);
+    mb->handback(mb->owner, arg, reason, reply);
     if (slot >= 0)
         atomic_fetch_add_explicit(&mb->by_reason[slot], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&mb->undelivered, 1, memory_order_relaxed);

@@ -11,15 +11,16 @@
 #include <stdint.h>
 
 #include "alloc.h"
-#include "future.h"
+#include "reply.h"
 #include "internal.h"
 #include "lane.h"
 #include "wait.h"
 
 typedef struct rp__mailbox rp__mailbox;
 
-/* Hands a job that will not run back to its owner (the pool). */
-typedef void (*rp__handback_fn)(void *owner, void *arg, int reason);
+/* Hands a job that will not run back to its owner (a routee): its arg,
+ * and its reply (NULL for none), which the callback fails with reason. */
+typedef void (*rp__handback_fn)(void *owner, void *arg, int reason, rp__reply *reply);
 
 struct rp__mailbox {
     /* depth = reserved - released (rp__mailbox_depth), kept as two

@@ -15,8 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pool.h"
+#include "clock.h"
+#include "pool_record.h"
+#include "routee_record.h"
 #include "scatter.h"
+#include "trace.h"
 
 const double rp_metrics_depth_bounds[RP_DEPTH_BUCKETS - 1] = {
     1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000};
@@ -37,7 +40,7 @@ static uint64_t load(const _Atomic uint64_t *v)
 }
 
 /* Busy time including the running period, read under the routee's
- * seqlock (written in pool.c set_busy()). */
+ * seqlock (written in worker.c set_busy()). */
 static double busy_seconds(const rp_routee *cr)
 {
     rp_routee *r = (rp_routee *)cr;
@@ -93,17 +96,6 @@ static void read_accepted(const rp_routee *r, rp_routee_metrics *m)
     m->wait_count = load(&r->wait_count);
 }
 
-void rp__scatter_stats_add(rp_scatter_stats *sum, const rp_scatter_stats *s)
-{
-    for (int i = 0; i < RP_SCATTER_OUTCOMES; i++)
-        sum->resolved[i] += s->resolved[i];
-    for (int i = 0; i <= RP_SCATTER_LATENCY_BUCKETS; i++)
-        sum->latency_buckets[i] += s->latency_buckets[i];
-    sum->latency_count += s->latency_count;
-    sum->latency_sum_seconds += s->latency_sum_seconds;
-    sum->cancelled += s->cancelled;
-}
-
 int rp_metrics_snapshot(rp_pool *pool, rp_metrics *out)
 {
     if (!pool || !out)
@@ -122,14 +114,7 @@ int rp_metrics_snapshot(rp_pool *pool, rp_metrics *out)
                           out->routee[i].rerouted;
     }
     out->memory_bytes = rp__arena_allocated(&pool->arena);
-    pthread_mutex_lock(&pool->sg_lock);
-    rp__scatter_stats_add(&out->scatter, &pool->sg_retired);
-    for (size_t i = 0; i < pool->nsgs; i++) {
-        rp_scatter_stats s;
-        rp__sg_stats(pool->sgs[i], &s);
-        rp__scatter_stats_add(&out->scatter, &s);
-    }
-    pthread_mutex_unlock(&pool->sg_lock);
+    rp__sg_registry_stats(pool->sgs, &out->scatter);
     return 0;
 }
 

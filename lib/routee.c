@@ -12,19 +12,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pool.h"
+#include "clock.h"
+#include "future.h"
+#include "pool_record.h"
 #include "routee.h"
+#include "steal.h"
 
 /* Identities of foreign routees: distinct within the process. */
 static _Atomic uint64_t foreign_serial;
 
-int64_t rp__routee_score(const rp_routee *r)
+void rp__routee_handback(rp_pool *pool, void *arg, int reason)
 {
-    if (r->kind == RP__ROUTEE_FOREIGN) {
-        int64_t d = r->depth_fn ? r->depth_fn(r->user) : -1;
-        return d > 0 ? d : 0; /* unreadable counts as empty */
-    }
-    return rp__mailbox_depth(&r->mb) + atomic_load_explicit(&r->busy, memory_order_relaxed);
+    if (pool->on_undelivered)
+        pool->on_undelivered(arg, reason, pool->undelivered_user);
+}
+
+void rp__routee_mailbox_handback(void *routee, void *arg, int reason, rp__reply *reply)
+{
+    rp_routee *r = routee;
+
+    rp__routee_handback(r->pool, arg, reason);
+    if (reply)
+        rp__reply_fail(reply, reason, r->index);
 }
 
 int rp__routee_deliver_reply(rp_routee *r, rp_job_fn fn, void *arg, bool pinned,
@@ -45,7 +54,7 @@ int rp__routee_deliver_reply(rp_routee *r, rp_job_fn fn, void *arg, bool pinned,
     }
     rc = rp__mailbox_push_mp(&r->mb, fn, arg, pinned, reply);
     if (rc == 0 && !pinned)
-        rp__pool_stealable_queued(r->pool, r);
+        rp__steal_queued(r->pool, r);
     return rc;
 }
 
@@ -170,42 +179,6 @@ void rp_routee_foreign_destroy(rp_routee *r)
     free(r);
 }
 
-int rp__ask_timeout(int timeout_ms, int64_t *deadline_ns, const char *func)
-{
-    if (timeout_ms < 0)
-        return rp__fail(RP_EINVAL, "%s: timeout_ms must be > 0, or 0 for the default (got %d)",
-                        func, timeout_ms);
-    *deadline_ns = rp__now_ns() + (int64_t)(timeout_ms ? timeout_ms : RP_ASK_TIMEOUT_MS) * 1000000;
-    return 0;
-}
-
-int rp__ask_begin(rp_pool *pool, int64_t deadline_ns, rp__reply *reply, rp_future **out,
-                  const char *func)
-{
-    rp_future *f;
-    int rc;
-
-    if ((rc = rp__future_new(pool ? pool->futures : NULL, &f)) < 0)
-        return rp__fail(rc, "%s: out of memory", func);
-    /* References: the caller's (out), the job's (reply), the timer's
-     * (taken by rp__future_arm, dropped when f completes). */
-    *reply = (rp__reply){rp_future_retain(f), NULL, 0, deadline_ns};
-    if (pool)
-        rp__future_arm(f, &pool->timer, deadline_ns);
-    *out = f;
-    return 0;
-}
-
-void rp__ask_abort(rp__reply *reply, rp_future **out)
-{
-    /* Not accepted: no job will answer.  Fail it for the timer's sake and
-     * drop both the job's and the caller's references. */
-    rp__future_fail(reply->future, RP_ESHUTDOWN, -1, "not accepted");
-    rp_future_release(reply->future);
-    rp_future_release(*out);
-    *out = NULL;
-}
-
 int rp_routee_ask(rp_routee *r, rp_job_fn fn, void *arg, int timeout_ms, rp_future **out)
 {
     rp__reply reply;
@@ -218,7 +191,8 @@ int rp_routee_ask(rp_routee *r, rp_job_fn fn, void *arg, int timeout_ms, rp_futu
     if (!r || !fn)
         return rp__fail(RP_EINVAL, "rp_routee_ask: %s is NULL", r ? "fn" : "routee");
     if ((rc = rp__ask_timeout(timeout_ms, &deadline, "rp_routee_ask")) < 0 ||
-        (rc = rp__ask_begin(r->pool, deadline, &reply, out, "rp_routee_ask")) < 0)
+        (rc = rp__ask_begin(r->pool ? r->pool->futures : NULL, r->pool ? &r->pool->timer : NULL,
+                            deadline, &reply, out, "rp_routee_ask")) < 0)
         return rc;
     if ((rc = rp__routee_deliver_reply(r, fn, arg, true, &reply)) < 0) {
         if (rc == RP_ESTOPPED && rp__pool_shut(r->pool))

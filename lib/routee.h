@@ -1,82 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * routee.h - the routee record shared by the pool, the routers and the
- * strategies.  Private.
+ * routee.h - delivery to one routee, local or foreign, and hand-backs
+ * (routee.c).  Private.
  */
 #ifndef RP_ROUTEE_H
 #define RP_ROUTEE_H
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 
-#include "mailbox.h"
+#include "reply.h"
+#include "routee_record.h"
 
-enum { RP__ROUTEE_LOCAL = 1, RP__ROUTEE_FOREIGN = 2 };
-
-/* Most jobs one steal takes (half the victim's depth, at least one). */
-#define RP__STEAL_MAX 8u
-
-struct rp_routee {
-    int kind;
-    int index;      /* in its pool; -1 for foreign routees */
-    uint64_t ident; /* identity for rendezvous hashing */
-    rp_pool *pool;  /* NULL for foreign routees */
-    /* Foreign routees only. */
-    rp_foreign_send_fn send;
-    rp_foreign_depth_fn depth_fn;
-    void *user;
-    _Atomic bool foreign_stopped;
-    /* Written by the owner around every job; read by routers. */
-    RP_ALIGNED _Atomic int busy;
-    /* Set once the routee has taken a job and runs it (busy is set just
-     * before the take, once a job is in sight, for the smallest-mailbox
-     * score; never by a look that finds nothing): what thieves read, so a
-     * job the routee is about to take is not stolen from under it. */
-    _Atomic int running;
-    /* Counters the owner bumps per job, on a line of their own: the line
-     * above is read by producers and routers, and a write per job there
-     * would move it between the CPUs on every tell. */
-    RP_ALIGNED _Atomic uint64_t run; /* owner-only writes */
-    _Atomic uint64_t stole; /* owner-only writes */
-    _Atomic uint64_t sleeps; /* owner-only writes */
-    /* Odd while the routee sleeps (or trims its own lanes while asleep),
-     * even while it may touch other routees' lanes: a trim's proof that
-     * no thief is inside its lanes (lane.c, "Trimming").  Owner-only
-     * writes, twice per sleep. */
-    _Atomic uint32_t sleep_gen;
-    _Atomic uint64_t rerouted;
-    /* Metrics, owner-only writes (relaxed load + store). */
-    /* busy_ns and busy_since under a seqlock (busy_seq odd while the owner
-     * writes), so a snapshot adds the running period exactly once. */
-    _Atomic uint32_t busy_seq;
-    _Atomic int64_t busy_since; /* 0 while idle */
-    _Atomic uint64_t busy_ns;
-    _Atomic uint64_t wait_hist[RP_WAIT_BUCKETS];
-    _Atomic uint64_t wait_count, wait_sum_ns;
-    _Atomic int32_t tid; /* kernel thread id, set by the routee at start */
-    pthread_t thread;
-    bool started;
-    /* The last batch this routee stole; [stolen_next, stolen_count) have
-     * not run yet (owner-only).  They count in its depth, so routers see
-     * them. */
-    rp__job stolen[RP__STEAL_MAX];
-    unsigned stolen_next, stolen_count;
-    int64_t spin_ns; /* owner-only: this routee's adaptive spin window */
-    unsigned spin_fails; /* owner-only: fruitless spins in a row */
-    rp__mailbox mb;
-};
-
-static inline bool rp__routee_stopped(const rp_routee *r)
-{
-    if (r->kind == RP__ROUTEE_FOREIGN)
-        return atomic_load_explicit(&r->foreign_stopped, memory_order_acquire);
-    return atomic_load_explicit(&r->mb.closed, memory_order_acquire) != 0;
-}
-
-/* Smallest-mailbox score: queued depth plus one while running a job;
- * 0 for a depth nobody can read. */
-int64_t rp__routee_score(const rp_routee *r);
+/* Hand a job that will not run back through pool's on_undelivered
+ * callback (counted by the caller). */
+void rp__routee_handback(rp_pool *pool, void *arg, int reason);
+/* A local routee's mailbox hand-back (rp__handback_fn, owner: the
+ * routee): the arg back as rp__routee_handback(), then the job's reply
+ * (may be NULL) failed with reason. */
+void rp__routee_mailbox_handback(void *routee, void *arg, int reason, rp__reply *reply);
 
 /* Deliver to one routee.  0: accepted (the job owns reply's reference).
  * Negative: not accepted (RP_EFULL, RP_ESTOPPED, RP_ESHUTDOWN, RP_ENOMEM,
@@ -84,20 +25,5 @@ int64_t rp__routee_score(const rp_routee *r);
 int rp__routee_deliver_reply(rp_routee *r, rp_job_fn fn, void *arg, bool pinned,
                              rp__reply *reply);
 int rp__routee_deliver(rp_routee *r, rp_job_fn fn, void *arg, bool pinned);
-
-/* Asks: validate timeout_ms and compute the deadline. */
-int rp__ask_timeout(int timeout_ms, int64_t *deadline_ns, const char *func);
-/* Make the future of an ask: *out gets the caller's reference, reply the
- * job's; the pool's timer (when pool is not NULL) holds a third. */
-int rp__ask_begin(rp_pool *pool, int64_t deadline_ns, rp__reply *reply, rp_future **out,
-                  const char *func);
-/* The ask's job was not accepted: undo rp__ask_begin(). */
-void rp__ask_abort(rp__reply *reply, rp_future **out);
-
-/* Round-robin picks for the message indices base .. base + k - 1 into
- * targets[0..k): what rp_strategy_pick() would return for each, with one
- * division instead of k (strategy.c).  n >= 1. */
-void rp__strategy_round_robin_run(rp_routee *const *routees, size_t n, uint64_t base,
-                                  size_t k, size_t *targets);
 
 #endif /* RP_ROUTEE_H */

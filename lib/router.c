@@ -22,10 +22,14 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "pool.h"
-#include "routee.h"
+#include "future.h"
+#include "pool_record.h"
 #include "probes.h"
+#include "routee.h"
+#include "router.h"
 #include "scatter.h"
+#include "steal.h"
+#include "strategy.h"
 
 /* Routers with at most this many routees route with no allocation. */
 #define STACK_CHOICES 64
@@ -199,7 +203,7 @@ void rp__router_free(rp_router *rt)
         /* Stop open scatters first, so "stopped" is counted before the
          * pool folds this router's counts into its own. */
         rp__sg_stop_open(rt->sg);
-        rp__pool_remove_sg(rt->pool, rt->sg);
+        rp__sg_unregister(rt->pool->sgs, rt->sg);
         rp__sg_close(rt->sg);
     }
     free(rt->weights);
@@ -248,7 +252,7 @@ static void handback(rp_router *rt, const rp_routee *r, void *arg, int reason,
     if (rt->on_undelivered)
         rt->on_undelivered(arg, reason, rt->undelivered_user);
     else if (pool)
-        rp__pool_handback(pool, arg, reason);
+        rp__routee_handback(pool, arg, reason);
     if (reply)
         rp__reply_fail(reply, reason, r ? r->index : -1);
 }
@@ -299,18 +303,6 @@ static int deliver_one(rp_router *rt, rp_route_state *st, size_t idx,
     return deliver_failed(rt, rt->routees[idx], arg, reply, rc);
 }
 
-/* A copy of reply with its own reference (or none). */
-static rp__reply copy_reply(const rp__reply *reply)
-{
-    rp__reply c = {0};
-
-    if (reply && reply->future) {
-        c = *reply;
-        rp_future_retain(c.future);
-    }
-    return c;
-}
-
 /* Several targets: each copy is pinned; a copy that fails comes back.  An
  * ask fanned out is answered by the first copy to complete. */
 static int fan_out(rp_router *rt, const size_t *idx, int cnt, rp_job_fn fn, void *arg,
@@ -318,7 +310,7 @@ static int fan_out(rp_router *rt, const size_t *idx, int cnt, rp_job_fn fn, void
 {
     for (int k = 0; k < cnt; k++) {
         rp_routee *r = rt->routees[idx[k]];
-        rp__reply c = copy_reply(reply);
+        rp__reply c = rp__reply_copy(reply);
         int rc = rp__routee_deliver_reply(r, fn, arg, true, reply ? &c : NULL);
         if (rc < 0)
             handback(rt, r, arg, rc, reply ? &c : NULL);
@@ -390,7 +382,7 @@ static int no_reply_target(rp_router *rt, void *arg, const char *func)
     if (rt->on_undelivered)
         rt->on_undelivered(arg, RP_ENOREPLY, rt->undelivered_user);
     else
-        rp__pool_handback(rt->pool, arg, RP_ENOREPLY);
+        rp__routee_handback(rt->pool, arg, RP_ENOREPLY);
     return 0;
 }
 
@@ -475,7 +467,7 @@ static int batch_flush(rp_router *rt, size_t idx, rp_job_fn fn, void *const *arg
     if (r->kind == RP__ROUTEE_LOCAL) {
         done = rp__mailbox_push_batch_mp(&r->mb, fn, args, k, &rc);
         if (done)
-            rp__pool_stealable_queued(r->pool, r);
+            rp__steal_queued(r->pool, r);
     }
     for (; done < k; done++)
         if ((rc = batch_single(rt, index[done], idx, fn, args[done], out)) < 0 && !first)
@@ -627,6 +619,7 @@ static int ask(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms, rp_future
                const char *func)
 {
     rp__reply reply;
+    rp_pool *pool;
     int64_t deadline;
     int rc;
 
@@ -644,7 +637,9 @@ static int ask(rp_router *rt, rp_job_fn fn, void *arg, int timeout_ms, rp_future
     if (rt->strategy.kind == RP_STRATEGY_CONSISTENT_HASH)
         return rp__fail(RP_EINVAL, "%s: router %s: consistent hashing needs a key", func,
                         rt->name);
-    if ((rc = rp__ask_begin(timer_pool(rt), deadline, &reply, out, func)) < 0)
+    pool = timer_pool(rt);
+    if ((rc = rp__ask_begin(pool ? pool->futures : NULL, pool ? &pool->timer : NULL, deadline,
+                            &reply, out, func)) < 0)
         return rc;
     if ((rc = route(rt, fn, arg, NULL, 0, &reply)) < 0) {
         rp__ask_abort(&reply, out);
@@ -738,7 +733,7 @@ int rp_router_create_scatter_gather(rp_router **out, rp_pool *pool,
     if ((rc = pool_router(out, pool, &ro, false, func)) < 0)
         return rc;
     if ((rc = rp__sg_new(&(*out)->sg, sg, (*out)->name, pool, (*out)->log, (*out)->log_user)) < 0 ||
-        (rc = rp__pool_add_sg(pool, (*out)->sg)) < 0) {
+        (rc = rp__sg_register(pool->sgs, (*out)->sg)) < 0) {
         if ((*out)->sg) {
             rp__sg_release((*out)->sg);
             (*out)->sg = NULL;

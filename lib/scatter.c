@@ -29,8 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pool.h"
+#include "clock.h"
+#include "pool_record.h"
 #include "probes.h"
+#include "routee.h"
 #include "scatter.h"
 #include "timer.h"
 
@@ -418,6 +420,47 @@ int rp__scatter_reply_owned(rp__scatter *s, uint32_t member, void *value,
     return rc;
 }
 
+/* The reply operations of a scatter's copies (reply.h): the target is
+ * the rp__scatter, member the copy's index. */
+static int reply_fulfil(void *target, uint32_t member, void *value, rp_value_free_fn free_fn,
+                        int routee)
+{
+    return rp__scatter_reply_owned(target, member, value, free_fn, routee);
+}
+
+static int reply_fail(void *target, uint32_t member, int code, int routee, const char *message)
+{
+    return rp__scatter_member_fail(target, member, code, routee, message);
+}
+
+static void reply_retain(void *target)
+{
+    scatter_retain(target);
+}
+
+static void reply_release(void *target)
+{
+    rp__scatter_release(target);
+}
+
+/* A copy whose scatter another routee won is skipped, and counted. */
+static int reply_skip(void *target)
+{
+    if (!rp__scatter_cancelled(target))
+        return 0;
+    rp__scatter_count_cancelled(target);
+    return RP_ECANCELLED;
+}
+
+static bool reply_cancelled(const void *target)
+{
+    return rp__scatter_cancelled(target);
+}
+
+const rp__reply_ops rp__scatter_reply_ops = {
+    reply_fulfil, reply_fail, reply_retain, reply_release, reply_skip, reply_cancelled,
+};
+
 /* Timer: the scatter's deadline. */
 static void on_deadline(void *ctx, bool fired)
 {
@@ -476,7 +519,7 @@ static void on_interval(void *ctx, bool fired)
  * cancelled); tail-chopping never sends a copy once it resolved. */
 static void send_member_if(rp__scatter *s, size_t i, bool even_if_resolved)
 {
-    rp__reply reply = {NULL, NULL, (uint32_t)i, s->deadline_ns};
+    rp__reply reply = {&rp__scatter_reply_ops, NULL, (uint32_t)i, s->deadline_ns};
     rp_routee *r = s->routees[i];
     bool resolved;
     int rc;
@@ -486,12 +529,12 @@ static void send_member_if(rp__scatter *s, size_t i, bool even_if_resolved)
     pthread_mutex_unlock(&s->mu);
     if (resolved && !even_if_resolved)
         return;
-    reply.scatter = scatter_retain(s);
+    reply.target = scatter_retain(s);
     rc = rp__routee_deliver_reply(r, s->fn, s->arg, true, &reply);
 
     if (rc < 0) {
         /* Not accepted: the copy's arg comes back on its own. */
-        rp__pool_handback(s->sg->pool, s->arg, rc);
+        rp__routee_handback(s->sg->pool, s->arg, rc);
         rp__scatter_member_fail(s, (uint32_t)i, rc, rp_routee_index(r), NULL);
         rp__scatter_release(s);
     }
@@ -635,4 +678,121 @@ void rp__sg_close(rp__sg *sg)
     pthread_mutex_unlock(&sg->mu);
     rp__sg_stop_open(sg);
     rp__sg_release(sg);
+}
+
+/*
+ * The registry: the scatter-gather routers over one pool, so a shutdown
+ * fails their open scatters at once ("stopped ..."), not after their
+ * timeouts, and the pool's metrics add up their counts.  reg->lock is a
+ * leaf: the list is copied under it (with references) and stopped after.
+ */
+struct rp__sg_registry {
+    pthread_mutex_t lock; /* a leaf */
+    rp__sg **sgs;
+    size_t n, cap;
+    rp_scatter_stats retired; /* counts of destroyed scatter routers */
+};
+
+int rp__sg_registry_create(rp__sg_registry **out)
+{
+    rp__sg_registry *reg = calloc(1, sizeof *reg);
+
+    if (!(*out = reg))
+        return RP_ENOMEM;
+    pthread_mutex_init(&reg->lock, NULL);
+    return 0;
+}
+
+void rp__sg_registry_destroy(rp__sg_registry *reg)
+{
+    if (!reg)
+        return;
+    free(reg->sgs);
+    pthread_mutex_destroy(&reg->lock);
+    free(reg);
+}
+
+/* sum += s. */
+static void stats_add(rp_scatter_stats *sum, const rp_scatter_stats *s)
+{
+    for (int i = 0; i < RP_SCATTER_OUTCOMES; i++)
+        sum->resolved[i] += s->resolved[i];
+    for (int i = 0; i <= RP_SCATTER_LATENCY_BUCKETS; i++)
+        sum->latency_buckets[i] += s->latency_buckets[i];
+    sum->latency_count += s->latency_count;
+    sum->latency_sum_seconds += s->latency_sum_seconds;
+    sum->cancelled += s->cancelled;
+}
+
+int rp__sg_register(rp__sg_registry *reg, rp__sg *sg)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&reg->lock);
+    if (reg->n == reg->cap) {
+        size_t cap = reg->cap ? reg->cap * 2 : 4;
+        rp__sg **grown = realloc(reg->sgs, cap * sizeof *grown);
+        if (grown) {
+            reg->sgs = grown;
+            reg->cap = cap;
+        } else {
+            rc = RP_ENOMEM;
+        }
+    }
+    if (rc == 0)
+        reg->sgs[reg->n++] = sg;
+    pthread_mutex_unlock(&reg->lock);
+    return rc;
+}
+
+void rp__sg_unregister(rp__sg_registry *reg, rp__sg *sg)
+{
+    rp_scatter_stats final;
+
+    pthread_mutex_lock(&reg->lock);
+    for (size_t i = 0; i < reg->n; i++) {
+        if (reg->sgs[i] == sg) {
+            reg->sgs[i] = reg->sgs[--reg->n];
+            /* Keep its counts: a counter must not go down when a router
+             * goes away. */
+            rp__sg_stats(sg, &final);
+            stats_add(&reg->retired, &final);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&reg->lock);
+}
+
+void rp__sg_stop_all(rp__sg_registry *reg)
+{
+    rp__sg **copy = NULL;
+    size_t n;
+
+    /* Copy with references, then stop outside the lock: stopping runs
+     * completion callbacks, which may create or destroy routers. */
+    pthread_mutex_lock(&reg->lock);
+    n = reg->n;
+    if (n && (copy = malloc(n * sizeof *copy)))
+        for (size_t i = 0; i < n; i++)
+            rp__sg_retain(copy[i] = reg->sgs[i]);
+    pthread_mutex_unlock(&reg->lock);
+    if (!copy)
+        return; /* out of memory: open scatters fail at their deadlines */
+    for (size_t i = 0; i < n; i++) {
+        rp__sg_stop_open(copy[i]);
+        rp__sg_release(copy[i]);
+    }
+    free(copy);
+}
+
+void rp__sg_registry_stats(rp__sg_registry *reg, rp_scatter_stats *sum)
+{
+    pthread_mutex_lock(&reg->lock);
+    stats_add(sum, &reg->retired);
+    for (size_t i = 0; i < reg->n; i++) {
+        rp_scatter_stats s;
+        rp__sg_stats(reg->sgs[i], &s);
+        stats_add(sum, &s);
+    }
+    pthread_mutex_unlock(&reg->lock);
 }

@@ -16,7 +16,8 @@
  */
 #include <xxhash.h>
 
-#include "routee.h"
+#include "routee_record.h"
+#include "strategy.h"
 
 rp_strategy rp_strategy_round_robin(void)
 {

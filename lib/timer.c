@@ -19,15 +19,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "internal.h"
 #include "timer.h"
-
-int64_t rp__now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* The timer whose thread this is, NULL on every other thread. */
 static _Thread_local const rp__timer *current_timer;

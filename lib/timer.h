@@ -43,9 +43,6 @@ typedef struct rp__timer {
 /* Whether the calling thread is t's timer thread (running a callback). */
 bool rp__timer_current(const rp__timer *t);
 
-/* Now, CLOCK_MONOTONIC, in nanoseconds. */
-int64_t rp__now_ns(void);
-
 int rp__timer_start(rp__timer *t, const char *thread_name);
 /* Join the thread; call every pending entry with fired = false. */
 void rp__timer_stop(rp__timer *t);

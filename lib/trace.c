@@ -39,8 +39,8 @@
  * through, each byte that is not valid UTF-8 (and each control character
  * other than newline in Prometheus) becomes the four characters \xNN.
  *
- * Lock order: env_lock -> pool->trace_lock; names_lock is a leaf (held
- * only to copy a thread name in or out, under any other or none).  env_finish_all() (atexit)
+ * Lock order: env_lock -> pool->trace_lock (clock.c's names_lock is a
+ * leaf, taken under either or none).  env_finish_all() (atexit)
  * stops each registered pool's trace under env_lock; rp_trace_start() and
  * rp_trace_stop() take trace_lock alone; rp__trace_from_env() and
  * rp__trace_pool_destroy() take one after releasing the other, never both.
@@ -55,7 +55,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pool.h"
+#include "clock.h"
+#include "pool_record.h"
+#include "routee_record.h"
+#include "trace.h"
 
 /* A routee's exact counters, read at the start and at the stop of a trace:
  * the trace reports the difference. */
@@ -79,8 +82,10 @@ struct rp__tracer {
     rp__trace_totals *base; /* each routee's counters at the start */
 };
 
-static _Thread_local int32_t cached_tid;
 static _Atomic unsigned env_pools;
+
+/* Submitting threads named per trace: as many as clock.c remembers. */
+#define RP__TRACE_NAMED_MAX RP__TID_NAMES_MAX
 
 /* Pools tracing because of RP_TRACE: their traces are finished at exit
  * too, since programs that cannot be changed often exit without
@@ -90,63 +95,6 @@ static rp_pool **env_list;
 static size_t env_n, env_cap;
 static bool env_atexit;
 
-/* Thread names, recorded by each thread the first time it asks for its id
- * (a routee at start, a submitter at its first traced submit), so a trace
- * can name a submitter that has exited by the time the sampler writes its
- * events.  Fixed size: a tid seen again (the kernel reuses ids) replaces
- * its entry; past RP__TRACE_NAMED_MAX threads, the oldest slots are
- * reused. */
-#define RP__TRACE_NAMED_MAX 4096u
-
-static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-    int32_t tid;
-    char name[16];
-} names[RP__TRACE_NAMED_MAX];
-static unsigned names_next;
-
-static void record_name(int32_t tid)
-{
-    char name[16] = "";
-    unsigned slot;
-
-    if (prctl(PR_GET_NAME, name, 0, 0, 0) != 0)
-        return;
-    name[15] = '\0';
-    pthread_mutex_lock(&names_lock);
-    for (slot = 0; slot < RP__TRACE_NAMED_MAX && names[slot].tid != tid; slot++) {
-    }
-    if (slot == RP__TRACE_NAMED_MAX)
-        slot = names_next++ % RP__TRACE_NAMED_MAX;
-    names[slot].tid = tid;
-    memcpy(names[slot].name, name, sizeof name);
-    pthread_mutex_unlock(&names_lock);
-}
-
-/* The name tid had when it first asked for its id; false if unknown. */
-static bool recorded_name(int32_t tid, char out[16])
-{
-    bool found = false;
-
-    pthread_mutex_lock(&names_lock);
-    for (unsigned i = 0; i < RP__TRACE_NAMED_MAX && !found; i++)
-        if (names[i].tid == tid) {
-            memcpy(out, names[i].name, 16);
-            found = true;
-        }
-    pthread_mutex_unlock(&names_lock);
-    return found;
-}
-
-int32_t rp__tid(void)
-{
-    if (!cached_tid) {
-        cached_tid = (int32_t)syscall(SYS_gettid);
-        record_name(cached_tid);
-    }
-    return cached_tid;
-}
-
 void rp_trace_options_init(rp_trace_options *opts)
 {
     if (!opts)
@@ -154,22 +102,6 @@ void rp_trace_options_init(rp_trace_options *opts)
     opts->interval_us = 1000;
     opts->job_sample = 64;
     opts->steals = true;
-}
-
-void rp__trace_push(rp__trace_ring *ring, const rp__trace_event *ev)
-{
-    uint32_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
-    uint32_t tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
-
-    if (head - tail >= RP__TRACE_RING) {
-        atomic_store_explicit(&ring->lost,
-                              atomic_load_explicit(&ring->lost, memory_order_relaxed) + 1,
-                              memory_order_relaxed);
-        return;
-    }
-    ring->ev[head % RP__TRACE_RING] = *ev;
-    /* Publish the event (pairs with the acquire in drain()). */
-    atomic_store_explicit(&ring->head, head + 1, memory_order_release);
 }
 
 /* Length of the valid UTF-8 sequence at p (lead byte >= 0x80): 2..4, or
@@ -250,7 +182,7 @@ static void thread_name_of(int32_t tid, char *out, size_t cap)
     FILE *f;
 
     out[0] = '\0';
-    if (cap >= 16 && recorded_name(tid, out))
+    if (cap >= 16 && rp__tid_name(tid, out))
         return;
     snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
     if (!(f = fopen(path, "r")))

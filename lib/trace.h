@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * trace.h - per-routee trace rings and the sampler, private side.
+ * trace.h - the trace sampler and text escaping, private side (trace.c).
+ * The rings routees write are trace_ring.h.
  */
 #ifndef RP_TRACE_INTERNAL_H
 #define RP_TRACE_INTERNAL_H
@@ -9,33 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define RP__TRACE_RING 1024u
-
-enum { RP__EV_SLICE = 1, RP__EV_STEAL = 2 };
-
-typedef struct rp__trace_event {
-    int64_t t0, t1;   /* slice: start, end; steal: time, 0 */
-    int64_t enq_ns;   /* slice: submit time (flow start) */
-    int32_t kind;
-    int32_t other;    /* slice: submitting thread id; steal: victim index */
-    uint32_t count;   /* steal: jobs taken */
-} rp__trace_event;
-
-/* One routee's ring: the routee writes (head), the sampler reads (tail). */
-typedef struct rp__trace_ring {
-    _Atomic uint32_t head;
-    char pad1[60];
-    _Atomic uint32_t tail;
-    char pad2[60];
-    _Atomic uint64_t lost; /* owner-only writes */
-    rp__trace_event ev[RP__TRACE_RING];
-} rp__trace_ring;
-
-/* Routee side: append an event, or count it lost when the ring is full. */
-void rp__trace_push(rp__trace_ring *ring, const rp__trace_event *ev);
-
-/* The calling thread's kernel id (cached). */
-int32_t rp__tid(void);
+#include "trace_ring.h"
 
 /* Write user text (a pool or thread name) escaped for a JSON string body
  * (RP__TEXT_JSON) or a Prometheus label value (RP__TEXT_PROM): valid UTF-8

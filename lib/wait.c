@@ -9,7 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "timer.h"
+#include "clock.h"
 #include "wait.h"
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val,
@@ -116,24 +116,4 @@ void rp__event_broadcast(rp__event *ev)
 {
     atomic_fetch_add_explicit(&ev->word, RP__EV_ONE, memory_order_seq_cst);
     wake(ev);
-}
-
-void rp__deadline(struct timespec *out, int timeout_ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, out);
-    out->tv_sec += timeout_ms / 1000;
-    out->tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (out->tv_nsec >= 1000000000L) {
-        out->tv_sec++;
-        out->tv_nsec -= 1000000000L;
-    }
-}
-
-int rp__deadline_passed(const struct timespec *deadline)
-{
-    struct timespec now;
-
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return now.tv_sec > deadline->tv_sec ||
-           (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec);
 }

@@ -74,9 +74,4 @@ void rp__event_signal_after_rmw(rp__event *ev);
 /* Waker, for events with many sleepers (wait_idle): bump and wake all. */
 void rp__event_broadcast(rp__event *ev);
 
-/* Absolute CLOCK_MONOTONIC deadline timeout_ms from now. */
-void rp__deadline(struct timespec *out, int timeout_ms);
-/* True when the deadline has passed. */
-int rp__deadline_passed(const struct timespec *deadline);
-
 #endif /* RP_WAIT_H */

@@ -125,9 +125,9 @@ static void *own_mailbox(void *p)
     return NULL;
 }
 
-static void handback(void *owner, void *arg, int reason)
+static void handback(void *owner, void *arg, int reason, rp__reply *reply)
 {
-    (void)owner, (void)arg, (void)reason;
+    (void)owner, (void)arg, (void)reason, (void)reply;
 }
 
 Test(owner, a_mailbox_release_owner_from_another_thread_aborts, .signal = SIGABRT)

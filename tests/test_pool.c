@@ -736,7 +736,7 @@ Test(shutdown, a_future_callback_run_by_shutdown_may_shut_down_and_destroy_the_p
     /* Used to deadlock: the callback ran under pool->life. */
     cr_assert_eq(rp_pool_shutdown(p, RP_SHUTDOWN_DRAIN), 0);
     cr_assert_eq(atomic_load(&t.calls), 1);
-    cr_assert(atomic_load(&t.on_test_thread), "stop_scatters runs callbacks in the caller");
+    cr_assert(atomic_load(&t.on_test_thread), "rp__sg_stop_all runs callbacks in the caller");
     cr_assert_eq(atomic_load(&t.shutdown_rc), 0, "the nested shutdown joins and returns 0");
     cr_assert_eq(logcap_count(&lc, RP_LOG_ERROR), 1, "the nested destroy is refused, logged");
     cr_assert_eq(probe_runs(&pr), 2, "both copies ran (drain)");

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/test_thief.c - waking a thief (wake_thief in lib/pool.c): a
+ * tests/test_thief.c - waking a thief (wake_thief in lib/steal.c): a
  * search whose waker stalled before its signal is taken over by the next
  * producer; a search that is woken, or was taken just now, wakes nobody
  * else.  Linked with the static library: the search word is private.
@@ -14,7 +14,10 @@
 #include <pthread.h>
 
 #include "common.h"
-#include "pool.h"
+#include "clock.h"
+#include "pool_record.h"
+#include "routee_record.h"
+#include "steal.h"
 
 TestSuite(thief, .fini = rp_leak_check);
 

@@ -10,7 +10,7 @@
 #include <pthread.h>
 
 #include "common.h"
-#include "timer.h"
+#include "clock.h"
 #include "wait.h"
 
 TestSuite(wait, .fini = rp_leak_check);

@@ -1,18 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pool.h - the pool record.  Private.
+ * pool_record.h - the pool record, shared by the files that make up a
+ * pool (pool.c creates and destroys it).  Private.
+ *
+ * Data only, and pointers to the parts that have a file of their own
+ * (routees, scatter registry, futures, trace rings): it includes nothing
+ * above the clock, timer, wait and alloc floors, so any file may read it
+ * without depending on pool.c.
  */
-#ifndef RP_POOL_H
-#define RP_POOL_H
+#ifndef RP_POOL_RECORD_H
+#define RP_POOL_RECORD_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 
 #include "alloc.h"
-#include "routee.h"
+#include "internal.h"
 #include "timer.h"
-#include "trace.h"
 #include "wait.h"
+
+struct rp__future_heap;
+struct rp__sg_registry;
+struct rp__trace_ring;
+struct rp__tracer;
 
 struct rp_pool {
     char name[RP_POOL_NAME_MAX + 1];
@@ -25,7 +35,7 @@ struct rp_pool {
     int *cpus;
     size_t ncpus;
     size_t stack_size; /* 0: pthread's default; else rounded to pages */
-    /* Run once on each routee thread around its loop (routee_main). */
+    /* Run once on each routee thread around its loop (rp__worker_main). */
     rp_thread_fn on_thread_start, on_thread_stop;
     void *thread_user;
     rp_undelivered_fn on_undelivered;
@@ -51,47 +61,35 @@ struct rp_pool {
     RP_ALIGNED _Atomic uint32_t idle_waiters;
     rp__event idle_ev;
     /* Stealing: routees woken to steal that are still looking, and one
-     * bit per sleeping routee.  See "Stealing" in pool.c. */
+     * bit per sleeping routee.  See steal.c. */
     rp__timer timer; /* ask deadlines, scatter timers */
-    rp__future_heap *futures; /* asks' futures (NULL: not recycled) */
+    struct rp__future_heap *futures; /* asks' futures (NULL: not recycled) */
     /* Scatter-gather routers over this pool, failed "stopped" at shutdown. */
-    pthread_mutex_t sg_lock;
-    struct rp__sg **sgs;
-    size_t nsgs, capsgs;
-    rp_scatter_stats sg_retired; /* counts of destroyed scatter routers */
+    struct rp__sg_registry *sgs; /* scatter.c */
     /* Tracing: rings are allocated at the first rp_trace_start() and kept
      * until the pool is destroyed, so a routee never writes freed memory.
      * trace_sample is 0 when not tracing, else one job in trace_sample is
      * recorded (read by producers and routees, relaxed). */
     RP_ALIGNED _Atomic unsigned trace_sample;
     _Atomic bool trace_steals;
-    rp__trace_ring **rings;
+    struct rp__trace_ring **rings;
     struct rp__tracer *tracer;
     pthread_mutex_t trace_lock;
-    /* Idle spinning (spin_for_work in pool.c): the window in ns, and how
+    /* Idle spinning (spin_for_work in worker.c): the window in ns, and how
      * many routees spin now, at most max_spinners. */
     int64_t spin_ns;
     unsigned max_spinners;
     /* No spin window but RP_IDLE_SPIN_US_AUTO: yield once before sleeping
-     * (yield_for_work in pool.c). */
+     * (yield_for_work in worker.c). */
     bool idle_yield;
     size_t trim_keep; /* opts.record_reserve */
     int64_t trim_ns;  /* opts.trim_idle_ms; 0: never trim */
     RP_ALIGNED _Atomic unsigned spinners;
-    /* The thief search (wake_thief in pool.c): 0 when none, else
+    /* The thief search (wake_thief in steal.c): 0 when none, else
      * (start_ns << 1) | RP__SEARCH_WOKEN once its waker signalled. */
     RP_ALIGNED _Atomic int64_t searching;
     RP_ALIGNED _Atomic uint64_t idle_bits[RP_ROUTEES_MAX / 64];
 };
-
-/* pool->searching: the search's waker has signalled its thief.  A search
- * without it that began RP__EV_HELP_NS ago or more belongs to a waker
- * descheduled before its signal, and the next waker takes it over. */
-#define RP__SEARCH_WOKEN 1
-
-/* A producer queued a stealable job on target (after its fence): wake a
- * sleeping routee to steal it if target is busy and nobody is looking. */
-void rp__pool_stealable_queued(rp_pool *pool, rp_routee *target);
 
 /* Whether rp_pool_shutdown() was called on pool (NULL: false).  For the
  * failure paths of submits, which then return RP_ESHUTDOWN. */
@@ -100,22 +98,4 @@ static inline bool rp__pool_shut(const rp_pool *pool)
     return pool && atomic_load_explicit(&pool->shut, memory_order_acquire);
 }
 
-/* Hand a job back through the pool's callback (counted by the caller). */
-void rp__pool_handback(void *pool, void *arg, int reason);
-
-/* Scatter-gather routers register so a shutdown fails their open scatters. */
-int rp__pool_add_sg(rp_pool *pool, struct rp__sg *sg);
-void rp__pool_remove_sg(rp_pool *pool, struct rp__sg *sg);
-
-/* rp_router_tell() and rp_router_tell_batch() for func, the public
- * function the user called (named in rp_errmsg()). */
-int rp__router_tell(rp_router *rt, rp_job_fn fn, void *arg, const char *func);
-int rp__router_tell_batch(rp_router *rt, rp_job_fn fn, void *const *args, size_t n,
-                          const char *func);
-
-/* Router internals the pool needs for its default router. */
-int rp__router_create_for_pool(rp_router **out, rp_pool *pool,
-                               const rp_strategy *strategy, bool is_default);
-void rp__router_free(rp_router *router);
-
-#endif /* RP_POOL_H */
+#endif /* RP_POOL_RECORD_H */

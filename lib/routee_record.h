@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * routee_record.h - the routee record shared by the pool, the worker
+ * loop, stealing, the routers and the strategies, with the inline reads
+ * they all make (stopped, score).  Private; data only: routee.c's
+ * functions are in routee.h.
+ */
+#ifndef RP_ROUTEE_RECORD_H
+#define RP_ROUTEE_RECORD_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "mailbox.h"
+
+enum { RP__ROUTEE_LOCAL = 1, RP__ROUTEE_FOREIGN = 2 };
+
+/* Most jobs one steal takes (half the victim's depth, at least one). */
+#define RP__STEAL_MAX 8u
+
+struct rp_routee {
+    int kind;
+    int index;      /* in its pool; -1 for foreign routees */
+    uint64_t ident; /* identity for rendezvous hashing */
+    rp_pool *pool;  /* NULL for foreign routees */
+    /* Foreign routees only. */
+    rp_foreign_send_fn send;
+    rp_foreign_depth_fn depth_fn;
+    void *user;
+    _Atomic bool foreign_stopped;
+    /* Written by the owner around every job; read by routers. */
+    RP_ALIGNED _Atomic int busy;
+    /* Set once the routee has taken a job and runs it (busy is set just
+     * before the take, once a job is in sight, for the smallest-mailbox
+     * score; never by a look that finds nothing): what thieves read, so a
+     * job the routee is about to take is not stolen from under it. */
+    _Atomic int running;
+    /* Counters the owner bumps per job, on a line of their own: the line
+     * above is read by producers and routers, and a write per job there
+     * would move it between the CPUs on every tell. */
+    RP_ALIGNED _Atomic uint64_t run; /* owner-only writes */
+    _Atomic uint64_t stole; /* owner-only writes */
+    _Atomic uint64_t sleeps; /* owner-only writes */
+    /* Odd while the routee sleeps (or trims its own lanes while asleep),
+     * even while it may touch other routees' lanes: a trim's proof that
+     * no thief is inside its lanes (lane.c, "Trimming").  Owner-only
+     * writes, twice per sleep. */
+    _Atomic uint32_t sleep_gen;
+    _Atomic uint64_t rerouted;
+    /* Metrics, owner-only writes (relaxed load + store). */
+    /* busy_ns and busy_since under a seqlock (busy_seq odd while the owner
+     * writes), so a snapshot adds the running period exactly once. */
+    _Atomic uint32_t busy_seq;
+    _Atomic int64_t busy_since; /* 0 while idle */
+    _Atomic uint64_t busy_ns;
+    _Atomic uint64_t wait_hist[RP_WAIT_BUCKETS];
+    _Atomic uint64_t wait_count, wait_sum_ns;
+    _Atomic int32_t tid; /* kernel thread id, set by the routee at start */
+    pthread_t thread;
+    bool started;
+    /* The last batch this routee stole; [stolen_next, stolen_count) have
+     * not run yet (owner-only).  They count in its depth, so routers see
+     * them. */
+    rp__job stolen[RP__STEAL_MAX];
+    unsigned stolen_next, stolen_count;
+    int64_t spin_ns; /* owner-only: this routee's adaptive spin window */
+    unsigned spin_fails; /* owner-only: fruitless spins in a row */
+    rp__mailbox mb;
+};
+
+static inline bool rp__routee_stopped(const rp_routee *r)
+{
+    if (r->kind == RP__ROUTEE_FOREIGN)
+        return atomic_load_explicit(&r->foreign_stopped, memory_order_acquire);
+    return atomic_load_explicit(&r->mb.closed, memory_order_acquire) != 0;
+}
+
+/* Owner-only counters: a load and a store, no locked instruction.  The
+ * store is a release (free on x86): readers such as wait_idle() acquire. */
+static inline void rp__owner_add(_Atomic uint64_t *counter, uint64_t n)
+{
+    atomic_store_explicit(counter,
+                          atomic_load_explicit(counter, memory_order_relaxed) + n,
+                          memory_order_release);
+}
+
+/* Smallest-mailbox score: queued depth plus one while running a job;
+ * 0 for a depth nobody can read.  Inline: every smallest-mailbox pick
+ * reads it for each routee. */
+static inline int64_t rp__routee_score(const rp_routee *r)
+{
+    if (r->kind == RP__ROUTEE_FOREIGN) {
+        int64_t d = r->depth_fn ? r->depth_fn(r->user) : -1;
+        return d > 0 ? d : 0; /* unreadable counts as empty */
+    }
+    return rp__mailbox_depth(&r->mb) + atomic_load_explicit(&r->busy, memory_order_relaxed);
+}
+
+#endif /* RP_ROUTEE_RECORD_H */

@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * steal.c - work stealing between the routees of a pool: the idle bits,
+ * the thief search, the choice of a victim and the steal itself.
+ *
+ * A routee whose own queue is empty takes up to half the depth (at most
+ * RP__STEAL_MAX) of the oldest stealable jobs of the deepest other
+ * routee, runs the first and keeps the rest in a private batch that counts
+ * in its own depth.  Pinned jobs live in the other lane and are never
+ * touched.  Wake-ups: a routee about to sleep sets its bit in idle_bits and
+ * then looks at every stealable lane once more; a producer that queued a
+ * stealable job behind a busy routee checks idle_bits after its fence and,
+ * unless a search is on (a thief woken, or being woken: wake_thief), claims
+ * one bit and wakes that routee (Dekker on idle_bits / lanes: one of the
+ * two sees the other).  At most one thief is woken per search; a thief
+ * that finds more backlog after its steal wakes the next one, so wake-ups
+ * grow with the work, not with the number of jobs (no thundering herd).
+ */
+#include <stdint.h>
+
+#include "clock.h"
+#include "pool_record.h"
+#include "probes.h"
+#include "steal.h"
+#include "trace_ring.h"
+
+static uint64_t idle_bit(const rp_routee *r)
+{
+    return 1ull << (r->index % 64);
+}
+
+void rp__steal_set_idle(rp_pool *pool, const rp_routee *r)
+{
+    atomic_fetch_or_explicit(&pool->idle_bits[r->index / 64], idle_bit(r),
+                             memory_order_seq_cst);
+}
+
+/* Clear our own bit.  False when a waker cleared it first: then that
+ * waker woke us to search. */
+bool rp__steal_clear_idle(rp_pool *pool, const rp_routee *r)
+{
+    uint64_t old = atomic_fetch_and_explicit(&pool->idle_bits[r->index / 64],
+                                             ~idle_bit(r), memory_order_seq_cst);
+    return (old & idle_bit(r)) != 0;
+}
+
+/* Claim one idle routee's bit and signal it.  False when none is idle. */
+static bool signal_one_idle(rp_pool *pool)
+{
+    for (unsigned w = 0; w < (pool->n + 63) / 64; w++) {
+        uint64_t bits = atomic_load_explicit(&pool->idle_bits[w], memory_order_seq_cst);
+        while (bits) {
+            uint64_t bit = bits & -bits;
+            uint64_t old = atomic_fetch_and_explicit(&pool->idle_bits[w], ~bit,
+                                                     memory_order_seq_cst);
+            if (old & bit) {
+                rp__event_signal(&pool->routees[w * 64 + __builtin_ctzll(bit)].mb.ev);
+                return true;
+            }
+            bits = old & ~bit;
+        }
+    }
+    return false;
+}
+
+/*
+ * Wake one sleeping routee to steal, unless a search is on.  The search
+ * word (pool->searching) is stamped with the clock when a waker takes it,
+ * and marked RP__SEARCH_WOKEN after the waker's signal; the woken thief
+ * ends the search (stop_searching).  A waker descheduled between taking
+ * the search and signalling would otherwise keep every other producer from
+ * waking a thief for as long as it is off the CPU: a search older than
+ * RP__EV_HELP_NS and not yet woken is taken over.  The clock is read only
+ * when this call may wake someone (the signal costs far more) or finds a
+ * search that is not yet woken (a short window).  Taken over, the stalled
+ * waker still wakes its thief when it runs again: one thief too many, never
+ * one too few; its final CAS fails and leaves the word to the new search.
+ */
+static void wake_thief(rp_pool *pool)
+{
+    int64_t s = atomic_load_explicit(&pool->searching, memory_order_seq_cst);
+    int64_t now, mine;
+
+    if (s & RP__SEARCH_WOKEN)
+        return;
+    now = rp__now_ns();
+    if (s && now - (s >> 1) < RP__EV_HELP_NS)
+        return;
+    mine = now << 1;
+    if (!atomic_compare_exchange_strong_explicit(&pool->searching, &s, mine,
+                                                 memory_order_seq_cst, memory_order_relaxed))
+        return;
+    if (signal_one_idle(pool))
+        atomic_compare_exchange_strong_explicit(&pool->searching, &mine, mine | RP__SEARCH_WOKEN,
+                                                memory_order_seq_cst, memory_order_relaxed);
+    else
+        atomic_compare_exchange_strong_explicit(&pool->searching, &mine, 0,
+                                                memory_order_seq_cst, memory_order_relaxed);
+}
+
+static bool any_idle(rp_pool *pool)
+{
+    for (unsigned w = 0; w < (pool->n + 63) / 64; w++)
+        if (atomic_load_explicit(&pool->idle_bits[w], memory_order_seq_cst))
+            return true;
+    return false;
+}
+
+void rp__steal_queued(rp_pool *pool, rp_routee *target)
+{
+    if (!pool->steal)
+        return;
+    /* Idle bits first: in a busy pool nobody is idle and the line stays
+     * shared, while running and depth change with every job.  Any order
+     * of these loads is fine: all of them come after the push, and a
+     * thief sets its idle bit before it looks at the lanes (Dekker). */
+    if (!any_idle(pool))
+        return;
+    if (!atomic_load_explicit(&target->running, memory_order_seq_cst) &&
+        rp__mailbox_depth(&target->mb) <= 1)
+        return; /* the target itself is about to run it */
+    wake_thief(pool);
+}
+
+/* A woken thief ends the search.  Only after a takeover can two thieves
+ * hold one: then the first to stop ends the other's too, and a later
+ * producer wakes one more thief than needed, no fewer. */
+void rp__steal_stop_searching(rp_pool *pool, bool *searching)
+{
+    if (*searching)
+        atomic_store_explicit(&pool->searching, 0, memory_order_seq_cst);
+    *searching = false;
+}
+
+/*
+ * Running flag, stored on change only.  Becoming running with stealable
+ * jobs still queued behind us wakes a sleeping thief: a producer that
+ * queued one while we were between taking a job and running it saw us not
+ * running and woke nobody (Dekker: we store running and then load
+ * idle_bits; a thief sets its idle bit and then reads running).
+ */
+void rp__steal_set_running(rp_routee *r, bool *running, bool now)
+{
+    if (*running == now)
+        return;
+    *running = now;
+    atomic_store_explicit(&r->running, now, memory_order_seq_cst);
+    if (now && r->pool->steal && rp__mailbox_has_stealable(&r->mb) && any_idle(r->pool))
+        wake_thief(r->pool);
+}
+
+/*
+ * Whether a thief may take v's stealable work: only work that waits - v
+ * is running a job, or holds more than the one job it is about to take.
+ * An idle routee with one queued job has been signalled and will run it
+ * itself; stealing that job would only move it away from the routee the
+ * router chose (and make an idle pool stop behaving like its router).
+ */
+static bool worth_stealing(rp_routee *v)
+{
+    return rp__mailbox_has_stealable(&v->mb) &&
+           (atomic_load_explicit(&v->running, memory_order_seq_cst) ||
+            rp__mailbox_depth(&v->mb) > 1);
+}
+
+/* The deepest other routee with work worth stealing, or NULL. */
+static rp_routee *pick_victim(rp_routee *r, int64_t *depth)
+{
+    rp_pool *pool = r->pool;
+    rp_routee *victim = NULL;
+
+    *depth = 0;
+    for (unsigned k = 1; k < pool->n; k++) {
+        rp_routee *v = &pool->routees[((unsigned)r->index + k) % pool->n];
+        int64_t d;
+
+        if (!worth_stealing(v))
+            continue;
+        d = rp__mailbox_depth(&v->mb);
+        if (d > *depth || !victim) {
+            victim = v;
+            *depth = d;
+        }
+    }
+    return victim;
+}
+
+/* Steal a batch; run the first, keep the rest (counted in our depth).
+ * *searching: whether this routee was woken to steal (pool->searching
+ * counts it); cleared here, before handing the search on, or wake_thief()
+ * would see the search still running and wake nobody. */
+bool rp__steal_batch(rp_routee *r, bool *searching, rp__job *out)
+{
+    int64_t depth;
+    rp_routee *victim = pick_victim(r, &depth);
+    unsigned want, got;
+
+    if (!victim)
+        return false;
+    want = depth / 2 < 1 ? 1 : depth / 2 > RP__STEAL_MAX ? RP__STEAL_MAX : (unsigned)(depth / 2);
+    /* Into the stolen batch (empty: next_job() only steals then). */
+    if (!(got = rp__mailbox_steal(&victim->mb, r->stolen, want)))
+        return false;
+    rp__owner_add(&r->stole, got);
+    RP_PROBE4(steal, r->pool->name, r->index, victim->index, got);
+    if (RP_UNLIKELY(atomic_load_explicit(&r->pool->trace_sample, memory_order_acquire)) &&
+        atomic_load_explicit(&r->pool->trace_steals, memory_order_relaxed) && r->pool->rings) {
+        rp__trace_event ev = {rp__now_ns(), 0, 0, RP__EV_STEAL, victim->index, got};
+        rp__trace_push(r->pool->rings[r->index], &ev);
+    }
+    *out = r->stolen[0];
+    if (got > 1)
+        rp__mailbox_reserve(&r->mb, got - 1);
+    r->stolen_next = 1;
+    r->stolen_count = got;
+    /* More work waits behind the victim: hand the search on. */
+    rp__steal_stop_searching(r->pool, searching);
+    if (worth_stealing(victim) && any_idle(r->pool))
+        wake_thief(r->pool);
+    return true;
+}
+
+bool rp__steal_take(rp_routee *r, rp__job *out)
+{
+    if (r->stolen_next == r->stolen_count)
+        return false;
+    rp__mailbox_release_owner(&r->mb, 1);
+    *out = r->stolen[r->stolen_next++];
+    return true;
+}
+
+/* The thief's last look before it sleeps (after setting its idle bit). */
+bool rp__steal_any(rp_routee *r)
+{
+    rp_pool *pool = r->pool;
+
+    for (unsigned k = 1; k < pool->n; k++)
+        if (worth_stealing(&pool->routees[((unsigned)r->index + k) % pool->n]))
+            return true;
+    return false;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * steal.h - work stealing between a pool's routees: idle bits, the thief
+ * search, victim choice and the steal (steal.c).  Private.
+ *
+ * Every function but rp__steal_queued() runs on the routee thread r (the
+ * owner of its stolen batch); rp__steal_queued() runs on any producer.
+ */
+#ifndef RP_STEAL_H
+#define RP_STEAL_H
+
+#include <stdbool.h>
+
+#include "routee_record.h"
+
+/* pool->searching: the search's waker has signalled its thief.  A search
+ * without it that began RP__EV_HELP_NS ago or more belongs to a waker
+ * descheduled before its signal, and the next waker takes it over. */
+#define RP__SEARCH_WOKEN 1
+
+/* A producer queued a stealable job on target (after its fence): wake a
+ * sleeping routee to steal it if target is busy and nobody is looking. */
+void rp__steal_queued(rp_pool *pool, rp_routee *target);
+
+/* The routee is about to sleep: its bit in the pool's idle bits. */
+void rp__steal_set_idle(rp_pool *pool, const rp_routee *r);
+/* Clear our own bit.  False when a waker cleared it first: then that
+ * waker woke us to search. */
+bool rp__steal_clear_idle(rp_pool *pool, const rp_routee *r);
+/* End the search *searching says this routee holds (then clears it). */
+void rp__steal_stop_searching(rp_pool *pool, bool *searching);
+/* Set r's running flag to now (stored on change only, in *running); a
+ * routee that starts running with stealable jobs queued behind it wakes a
+ * thief. */
+void rp__steal_set_running(rp_routee *r, bool *running, bool now);
+/* Steal a batch from the deepest other routee into r's stolen batch
+ * (empty): the first job into *out, the rest kept (counted in r's depth).
+ * False when there was nothing worth stealing. */
+bool rp__steal_batch(rp_routee *r, bool *searching, rp__job *out);
+/* The next job of r's stolen (or batch-run) batch into *out; false when
+ * the batch is done. */
+bool rp__steal_take(rp_routee *r, rp__job *out);
+/* Whether another routee holds work worth stealing (the thief's last look
+ * before it sleeps, after setting its idle bit). */
+bool rp__steal_any(rp_routee *r);
+
+#endif /* RP_STEAL_H */

@@ -137,7 +137,7 @@ typedef struct sroutee {
     unsigned bh, bn;
     int state;
     bool busy;             /* the score's "+1 while running" */
-    bool searching;        /* counted in sim.searching (pool.c) */
+    bool searching;        /* counted in sim.searching (steal.c) */
     uint64_t evseq;        /* seq of its one valid pending event */
     int64_t prev_done;     /* end of its previous job (dispatch delay) */
     unsigned older_victim; /* steal_older()'s rotation */
@@ -176,7 +176,7 @@ typedef struct sim {
     size_t *pick;        /* rp_strategy_pick()'s out, k entries */
     rp_strategy strat;
     bool steal;
-    uint64_t *idle_bits; /* pool.c idle_bits: sleeping routees (steal only) */
+    uint64_t *idle_bits; /* steal.c idle_bits: sleeping routees (steal only) */
     unsigned nidle, nspin;
     int searching;
     size_t queued;       /* jobs in all fifos: 0 means nothing to steal */
@@ -378,7 +378,7 @@ static sjob gen_next(gen *g)
     return j;
 }
 
-/* ---- pool.c's wake-up protocol ---- */
+/* ---- steal.c's wake-up protocol ---- */
 
 static void set_idle(sim *s, unsigned i)
 {
@@ -476,7 +476,7 @@ static bool steal(sim *s, unsigned me, sjob *out, int64_t t)
         x->batch[i] = fifo_pop(&v->q);
     s->queued -= got;
     s->stolen += got;
-    stop_searching(s, x); /* before the hand-off, as pool.c does */
+    stop_searching(s, x); /* before the hand-off, as worker.c does */
     if (sim_worth_stealing(view_of(s, (unsigned)vi)))
         wake_thief(s, t);
     return true;
@@ -739,7 +739,7 @@ static void on_routee(sim *s, ev e)
     if (x->state == ST_WAKE) {
         x->state = ST_RUN;
         if (s->steal && !clear_idle(s, (unsigned)e.who))
-            x->searching = true; /* a waker claimed us: pool.c counted us */
+            x->searching = true; /* a waker claimed us: steal.c counted us */
         look(s, (unsigned)e.who, e.t, true);
     } else if (x->state == ST_SPIN) {
         s->nspin--;

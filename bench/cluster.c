@@ -255,8 +255,9 @@ static bool read_cmdstats(redisContext *rc, const node_proc *np, int n, cmdstats
     return ok;
 }
 
-/* Every inbox empty: every job ran and was acknowledged (and deleted). */
-static int inboxes_left(redisContext *rc, const char *prefix, const node_proc *np, int n)
+/* The entries left in the inboxes (not yet acknowledged, as acknowledged
+ * entries are deleted), or -1; 0: every job ran and was acknowledged. */
+static long long inboxes_left(redisContext *rc, const char *prefix, const node_proc *np, int n)
 {
     char key[128];
     long long left = 0;
@@ -274,7 +275,7 @@ static int inboxes_left(redisContext *rc, const char *prefix, const node_proc *n
         left += r->integer;
         freeReplyObject(r);
     }
-    return left > 0 ? 1 : 0;
+    return left;
 }
 
 static bool wait_empty(redisContext *rc, const char *prefix, const node_proc *np, int n,
@@ -282,9 +283,9 @@ static bool wait_empty(redisContext *rc, const char *prefix, const node_proc *np
 {
     const struct timespec ms = {0, 1000000};
     int64_t deadline = bench_now_ns() + (int64_t)timeout_s * 1000000000;
-    int left;
+    long long left;
 
-    while ((left = inboxes_left(rc, prefix, np, n)) == 1 && bench_now_ns() < deadline)
+    while ((left = inboxes_left(rc, prefix, np, n)) > 0 && bench_now_ns() < deadline)
         nanosleep(&ms, NULL);
     return left == 0;
 }
@@ -326,6 +327,8 @@ static bool send_jobs(const cfg *c, producer *p, uint64_t n)
 typedef struct tput_result {
     double jobs_per_s;
     double submit_per_s;  /* the producer's rate: first submit to the last batch stored */
+    double backlog;       /* entries in the inboxes then */
+    double drain_ms;      /* from then until every inbox was empty */
     cmdstats per_job;     /* deltas divided by the jobs */
 } tput_result;
 
@@ -339,6 +342,7 @@ static bool tput_run(const cfg *c, producer *p, redisContext *rc, const char *pr
     int64_t t0 = bench_now_ns();
     bool sent = send_jobs(c, p, c->jobs);
     int64_t t_sent = bench_now_ns();
+    out->backlog = (double)inboxes_left(rc, prefix, p->np, p->n);
     if (!sent || !wait_empty(rc, prefix, p->np, p->n, 120)) {
         fprintf(stderr, "rp-bench-cluster: the jobs did not all complete\n");
         return false;
@@ -348,6 +352,7 @@ static bool tput_run(const cfg *c, producer *p, redisContext *rc, const char *pr
         return false;
     out->jobs_per_s = (double)c->jobs * 1e9 / (double)(t1 - t0);
     out->submit_per_s = (double)c->jobs * 1e9 / (double)(t_sent - t0);
+    out->drain_ms = (double)(t1 - t_sent) / 1e6;
     double n = (double)c->jobs;
 #define CMD_DELTA(name) out->per_job.name = (b.name - a.name) / n;
     CMD_LIST(CMD_DELTA)
@@ -613,6 +618,8 @@ static void print_breakdown(const cfg *c, const conf_result *res, int n)
     } while (0)
     ROW("jobs/s", "%.0f", res[i].med.jobs_per_s, kv_or_nan(c->peers, "floor_b1024_per_s"));
     ROW("producer's submit rate, jobs/s", "%.0f", res[i].med.submit_per_s, NAN);
+    ROW("  inbox backlog at the last submit", "%.0f", res[i].med.backlog, NAN);
+    ROW("  then until all acknowledged, ms", "%.1f", res[i].med.drain_ms, NAN);
     ROW("Redis CPU, us", "%.2f", s[i]->cpu_s * 1e6, f_redis);
     ROW("producer CPU, us", "%.2f", s[i]->prod.cpu_ns / 1e3, f_prod);
     ROW("nodes' CPU, us", "%.2f", s[i]->nodes.cpu_ns / 1e3, f_cons);

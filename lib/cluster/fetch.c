@@ -8,8 +8,13 @@
  * slot it sleeps on the node's condition variable until a job finishes.
  * Finished entries are acknowledged in batches: one XACK and one XDEL for
  * every id collected, pipelined with the next XREADGROUP (one round
- * trip).  Ids whose acknowledgement could not be sent (Redis down) stay
- * on the list and go with the next batch.
+ * trip), written in RESP directly (resp.h).  When the job that finishes
+ * leaves the node idle while the fetch thread waits in its read (which
+ * blocks up to 100 ms on an empty inbox), that job's routee sends the
+ * batch on the send connection instead, so a burst's last entries are
+ * acknowledged when they ran, not 100 ms later.  Ids whose
+ * acknowledgement could not be sent (Redis down) stay on the list and go
+ * with the next batch.
  *
  * A job runs only if the node is not leaving when a routee reaches it;
  * otherwise it goes to the handback list and rp_cluster_leave() moves it
@@ -21,6 +26,7 @@
 #include <string.h>
 
 #include "impl.h"
+#include "resp.h"
 
 /* ---- handlers ---- */
 
@@ -164,47 +170,43 @@ void rp__push_ack(rp_cluster_node *node, char *sid)
     pthread_mutex_unlock(&node->lock);
 }
 
-/* Takes the list; returns its length. */
-static size_t take_acks(rp_cluster_node *node, char ***ids)
+/* Under node->lock: takes the list; returns its length. */
+static size_t take_acks_locked(rp_cluster_node *node, char ***ids)
 {
-    pthread_mutex_lock(&node->lock);
     size_t n = node->nacks;
     *ids = node->acks;
     node->acks = NULL;
     node->nacks = node->cap_acks = 0;
-    pthread_mutex_unlock(&node->lock);
     return n;
 }
 
-/* Append XACK and XDEL for ids[0..n) (argv: command, key, [group], ids). */
-static int append_acks(rp_cluster_node *node, rp__conn *k, char **ids, size_t n)
+/* Write XACK and XDEL for ids[0..n) (XACK key group id..., XDEL key id...). */
+static void put_acks(rp_cluster_node *node, rp__resp *b, char **ids, size_t n)
 {
-    const char **av = malloc((n + 3) * sizeof *av);
-    size_t *al = malloc((n + 3) * sizeof *al);
-    int rc = RP_ENOMEM;
-    if (av && al) {
-        av[0] = "XACK", al[0] = 4;
-        av[1] = node->k_inbox, al[1] = strlen(node->k_inbox);
-        av[2] = "rp", al[2] = 2;
-        for (size_t i = 0; i < n; i++)
-            av[i + 3] = ids[i], al[i + 3] = strlen(ids[i]);
-        rc = rp__conn_append(k, (int)n + 3, av, al);
-        /* XDEL key id...: the same ids, one place to the left. */
-        av[0] = "XDEL", al[0] = 4;
-        memmove(av + 2, av + 3, n * sizeof *av);
-        memmove(al + 2, al + 3, n * sizeof *al);
-        if (rc == 0)
-            rc = rp__conn_append(k, (int)n + 2, av, al);
-    }
-    free(av);
-    free(al);
-    return rc;
+    rp__resp_cmd(b, n + 3);
+    rp__resp_arg(b, "XACK", 4);
+    rp__resp_str(b, node->k_inbox);
+    rp__resp_arg(b, "rp", 2);
+    for (size_t i = 0; i < n; i++)
+        rp__resp_str(b, ids[i]);
+    rp__resp_cmd(b, n + 2);
+    rp__resp_arg(b, "XDEL", 4);
+    rp__resp_str(b, node->k_inbox);
+    for (size_t i = 0; i < n; i++)
+        rp__resp_str(b, ids[i]);
 }
 
 static void give_back_acks(rp_cluster_node *node, char **ids, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         rp__push_ack(node, ids[i]);
+    free(ids);
+}
+
+static void free_ids(char **ids, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
     free(ids);
 }
 
@@ -224,21 +226,69 @@ static bool ack_replies(rp_cluster_node *node, rp__conn *k)
     return ok;
 }
 
+/* One round trip: XACK + XDEL of ids on k; false when they could not be
+ * sent or answered (the connection is then dropped: no half pipeline
+ * stays on it). */
+static bool send_acks(rp_cluster_node *node, rp__conn *k, char **ids, size_t n)
+{
+    rp__resp b;
+    rp__resp_init(&b);
+    put_acks(node, &b, ids, n);
+    int rc = rp__resp_send(k, &b);
+    rp__resp_free(&b);
+    if (rc == RP_ENOMEM)
+        rp__conn_drop(k);
+    return rc == 0 && ack_replies(node, k);
+}
+
+/* Under node->lock: until no job is sending acknowledgements on sendc,
+ * so the entries this node holds are all on its lists again. */
+static void wait_ack_flush_locked(rp_cluster_node *node)
+{
+    while (node->ack_flushing)
+        pthread_cond_wait(&node->cond, &node->lock);
+}
+
 void rp__flush_acks(rp_cluster_node *node, rp__conn *k)
 {
     char **ids;
-    size_t n = take_acks(node, &ids);
+    pthread_mutex_lock(&node->lock);
+    wait_ack_flush_locked(node);
+    size_t n = take_acks_locked(node, &ids);
+    pthread_mutex_unlock(&node->lock);
     if (n == 0) {
         free(ids);
         return;
     }
-    if (append_acks(node, k, ids, n) != 0 || !ack_replies(node, k)) {
+    if (!send_acks(node, k, ids, n))
         give_back_acks(node, ids, n);
-        return;
-    }
-    for (size_t i = 0; i < n; i++)
-        free(ids[i]);
-    free(ids);
+    else
+        free_ids(ids, n);
+}
+
+/* A job left the node idle while the fetch thread waits in a read that
+ * may block for 100 ms: acknowledge now on the send connection, so the
+ * end of a burst is not acknowledged (and its entries deleted, and the
+ * depth report lowered) up to 100 ms late.  Only when sendc is up or was
+ * never used (a node that only runs tells has not connected it yet; the
+ * fetch thread's read just worked): after sendc lost Redis, a routee never
+ * waits for a reconnect here, and the fetch thread's next read takes what
+ * is left. */
+static void flush_idle(rp_cluster_node *node, char **ids, size_t n)
+{
+    bool sent = false;
+    pthread_mutex_lock(&node->send_lock);
+    if (node->sendc.c || !node->sendc.ever_up)
+        sent = send_acks(node, &node->sendc, ids, n);
+    pthread_mutex_unlock(&node->send_lock);
+    if (sent)
+        free_ids(ids, n);
+    else
+        give_back_acks(node, ids, n);
+    pthread_mutex_lock(&node->lock);
+    node->ack_flushing = false;
+    pthread_cond_broadcast(&node->cond);
+    pthread_mutex_unlock(&node->lock);
 }
 
 /* ---- running a job ---- */
@@ -289,9 +339,12 @@ static bool holds(const rp_cluster_node *node, const char *sid, size_t len)
 }
 
 /* The record goes as the acknowledgement takes its place: at no moment is
- * a held entry on neither list. */
+ * a held entry on neither list (flush_idle's ids are on the wire, and
+ * whoever needs the lists whole waits for ack_flushing to clear). */
 static void finish(rp_cluster_node *node, rp_cluster_job *j, bool ack)
 {
+    char **ids = NULL;
+    size_t n = 0;
     pthread_mutex_lock(&node->lock);
     live_unlink(node, j);
     if (ack) {
@@ -299,6 +352,10 @@ static void finish(rp_cluster_node *node, rp_cluster_job *j, bool ack)
         j->sid = NULL;
     }
     node->inflight--;
+    if (node->inflight == 0 && node->fetch_reading && !node->ack_flushing && node->nacks) {
+        node->ack_flushing = true;
+        n = take_acks_locked(node, &ids);
+    }
     /* Wake the fetch thread only when it can act (a refill's worth is
      * free, see wait_slots()) and a leave when nothing is in flight: a
      * wake-up per job would cost a futex call and a context switch each. */
@@ -306,6 +363,8 @@ static void finish(rp_cluster_node *node, rp_cluster_job *j, bool ack)
         pthread_cond_broadcast(&node->cond);
     pthread_mutex_unlock(&node->lock);
     rp__job_free(j);
+    if (n)
+        flush_idle(node, ids, n);
 }
 
 static void answer(rp_cluster_job *j, int code, const char *msg)
@@ -507,21 +566,32 @@ static int reread_page(rp_cluster_node *node, const char *from, char *last, size
 static void reread_own(rp_cluster_node *node)
 {
     char from[48] = "0";
-    rp__flush_acks(node, &node->fetchc);
+    rp__flush_acks(node, &node->fetchc); /* waits for flush_idle() */
     while (reread_page(node, from, from, sizeof from) == 500) {
     }
+}
+
+/* XREADGROUP GROUP rp <id> COUNT <slots> BLOCK 100 STREAMS <inbox> > */
+static void put_read(rp_cluster_node *node, rp__resp *b, unsigned slots)
+{
+    char count[20];
+    rp__resp_cmd(b, 11);
+    rp__resp_arg(b, "XREADGROUP", 10);
+    rp__resp_arg(b, "GROUP", 5);
+    rp__resp_arg(b, "rp", 2);
+    rp__resp_str(b, node->id);
+    rp__resp_arg(b, "COUNT", 5);
+    rp__resp_arg(b, count, rp__u64_digits(count, slots));
+    rp__resp_arg(b, "BLOCK", 5);
+    rp__resp_arg(b, "100", 3);
+    rp__resp_arg(b, "STREAMS", 7);
+    rp__resp_str(b, node->k_inbox);
+    rp__resp_arg(b, ">", 1);
 }
 
 /* One round trip: XACK + XDEL of what finished so far, then XREADGROUP. */
 static void fetch_once(rp_cluster_node *node, unsigned slots)
 {
-    char count[16];
-    snprintf(count, sizeof count, "%u", slots);
-    const char *av[] = {"XREADGROUP", "GROUP", "rp", node->id, "COUNT", count,
-                        "BLOCK", "100", "STREAMS", node->k_inbox, ">"};
-    size_t al[11];
-    for (int i = 0; i < 11; i++)
-        al[i] = strlen(av[i]);
     bool was_up = node->fetchc.c != NULL;
     if (rp__conn_ensure(&node->fetchc) < 0) {
         rp__sleep_ms(50);
@@ -530,19 +600,26 @@ static void fetch_once(rp_cluster_node *node, unsigned slots)
     if (!was_up)
         reread_own(node);
     char **ids;
-    size_t n = take_acks(node, &ids);
-    bool acks = n > 0 && append_acks(node, &node->fetchc, ids, n) == 0;
-    bool ok = rp__conn_append(&node->fetchc, 11, av, al) == 0;
-    if (acks && !(ok && ack_replies(node, &node->fetchc)))
-        acks = false, ok = false;
-    if (n && !acks) {
+    rp__resp b;
+    rp__resp_init(&b);
+    pthread_mutex_lock(&node->lock);
+    size_t n = take_acks_locked(node, &ids);
+    node->fetch_reading = true;
+    pthread_mutex_unlock(&node->lock);
+    if (n)
+        put_acks(node, &b, ids, n);
+    put_read(node, &b, slots);
+    int rc = rp__resp_send(&node->fetchc, &b);
+    rp__resp_free(&b);
+    bool ok = rc == 0 && (!n || ack_replies(node, &node->fetchc));
+    if (n && !ok)
         give_back_acks(node, ids, n);
-    } else {
-        for (size_t i = 0; i < n; i++)
-            free(ids[i]);
-        free(ids);
-    }
+    else if (n)
+        free_ids(ids, n);
     redisReply *r = ok ? rp__conn_get_reply(&node->fetchc) : NULL;
+    pthread_mutex_lock(&node->lock);
+    node->fetch_reading = false;
+    pthread_mutex_unlock(&node->lock);
     if (!r) {
         rp__conn_drop(&node->fetchc);
         rp__sleep_ms(50);

@@ -59,6 +59,7 @@
 typedef struct cfg {
     const char *redis, *peers;
     uint64_t jobs, asks, batch, routees, inflight;
+    long long idle_spin_us;   /* the nodes' pools' idle_spin_us; -1: the pool's default */
     int runs;
     bool quick;
 } cfg;
@@ -90,6 +91,8 @@ static int serve(const cfg *c, const char *prefix, const char *id)
 
     rp_pool_options_init(&po);
     po.routees = (unsigned)c->routees;
+    if (c->idle_spin_us >= 0)
+        po.idle_spin_us = (unsigned)c->idle_spin_us;
     rp_cluster_options_init(&co);
     co.redis = c->redis, co.prefix = prefix, co.node_id = id;
     co.max_inflight = (unsigned)c->inflight;
@@ -140,11 +143,12 @@ typedef struct node_proc {
 static bool spawn_node(const cfg *c, const char *prefix, int k, node_proc *np)
 {
     int in[2], out[2];
-    char routees[24], inflight[24];
+    char routees[24], inflight[24], spin[24];
 
     snprintf(np->id, sizeof np->id, "bench-node-%d", k);
     snprintf(routees, sizeof routees, "%" PRIu64, c->routees);
     snprintf(inflight, sizeof inflight, "%" PRIu64, c->inflight);
+    snprintf(spin, sizeof spin, "%lld", c->idle_spin_us);
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
         return false;
     pid_t parent = getpid();
@@ -155,7 +159,8 @@ static bool spawn_node(const cfg *c, const char *prefix, int k, node_proc *np)
         dup2(in[0], STDIN_FILENO);
         dup2(out[1], STDOUT_FILENO);
         execl("/proc/self/exe", "rp-bench-cluster", "--serve", prefix, np->id, "--redis", c->redis,
-              "--routees", routees, "--max-inflight", inflight, (char *)NULL);
+              "--routees", routees, "--max-inflight", inflight, "--idle-spin-us", spin,
+              (char *)NULL);
         _exit(127);
     }
     close(in[0]);
@@ -717,12 +722,14 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: rp-bench-cluster --redis HOST:PORT|PATH [--peers FILE] [--quick]\n"
             "         [--jobs N] [--runs N] [--asks N] [--batch N] [--routees N] [--max-inflight N]\n"
+            "         [--idle-spin-us N|-1]\n"
             "  routepool cluster nodes (2 and 3, separate processes) on one Redis: tiny-job\n"
             "  throughput through a round-robin cluster router and the sequential ask round\n"
             "  trip; with --peers (bench/run's key=value file of BullMQ and the streams floor)\n"
             "  same-run ratios and verdicts against issue 19's targets.\n"
             "  defaults: --jobs 200000 --runs 3 --asks 2000 --batch 256 --routees 1\n"
-            "            --max-inflight 1024 (--quick: 30000 jobs, 1 run, 500 asks)\n");
+            "            --max-inflight 1024 --idle-spin-us -1 (the nodes' pools spin as\n"
+            "            rp_pool_options' default decides) (--quick: 30000 jobs, 1 run, 500 asks)\n");
 }
 
 static int parse(cfg *c, int argc, char **argv, const char **serve_prefix, const char **serve_id)
@@ -760,6 +767,8 @@ static int parse(cfg *c, int argc, char **argv, const char **serve_prefix, const
             c->routees = bench_parse_u64(a, v, 1, 256);
         else if (!strcmp(a, "--max-inflight"))
             c->inflight = bench_parse_u64(a, v, 0, 100000);
+        else if (!strcmp(a, "--idle-spin-us"))
+            c->idle_spin_us = !strcmp(v, "-1") ? -1 : (long long)bench_parse_u64(a, v, 0, 10000);
         else {
             usage(stderr);
             return 2;
@@ -774,7 +783,8 @@ static int parse(cfg *c, int argc, char **argv, const char **serve_prefix, const
 
 int main(int argc, char **argv)
 {
-    cfg c = {.jobs = 200000, .runs = 3, .asks = 2000, .batch = 256, .routees = 1, .inflight = 1024};
+    cfg c = {.jobs = 200000, .runs = 3, .asks = 2000, .batch = 256, .routees = 1, .inflight = 1024,
+             .idle_spin_us = -1};
     const char *serve_prefix = NULL, *serve_id = NULL;
     int rc = parse(&c, argc, argv, &serve_prefix, &serve_id);
     conf_result res[2] = {{0}};

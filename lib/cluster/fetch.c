@@ -8,11 +8,12 @@
  * slot it sleeps on the node's condition variable until a job finishes.
  * Finished entries are acknowledged in batches: one XACK and one XDEL for
  * every id collected, pipelined with the next XREADGROUP (one round
- * trip), written in RESP directly (resp.h).  When the job that finishes
- * leaves the node idle while the fetch thread waits in its read (which
- * blocks up to 100 ms on an empty inbox), that job's routee sends the
- * batch on the send connection instead, so a burst's last entries are
- * acknowledged when they ran, not 100 ms later.  Ids whose
+ * trip), written in RESP directly (resp.h).  A read blocks 100 ms on an
+ * empty inbox only when nothing is in flight; while jobs run it blocks
+ * briefly (1 ms, doubling while reads come back empty: see BLOCK_IDLE_MS),
+ * so the last entries of a burst are acknowledged about when they ran,
+ * not one 100 ms read later, and the acknowledgements of jobs that finish
+ * while entries keep coming still ride the reads.  Ids whose
  * acknowledgement could not be sent (Redis down) stay on the list and go
  * with the next batch.
  *
@@ -241,19 +242,10 @@ static bool send_acks(rp_cluster_node *node, rp__conn *k, char **ids, size_t n)
     return rc == 0 && ack_replies(node, k);
 }
 
-/* Under node->lock: until no job is sending acknowledgements on sendc,
- * so the entries this node holds are all on its lists again. */
-static void wait_ack_flush_locked(rp_cluster_node *node)
-{
-    while (node->ack_flushing)
-        pthread_cond_wait(&node->cond, &node->lock);
-}
-
 void rp__flush_acks(rp_cluster_node *node, rp__conn *k)
 {
     char **ids;
     pthread_mutex_lock(&node->lock);
-    wait_ack_flush_locked(node);
     size_t n = take_acks_locked(node, &ids);
     pthread_mutex_unlock(&node->lock);
     if (n == 0) {
@@ -264,31 +256,6 @@ void rp__flush_acks(rp_cluster_node *node, rp__conn *k)
         give_back_acks(node, ids, n);
     else
         free_ids(ids, n);
-}
-
-/* A job left the node idle while the fetch thread waits in a read that
- * may block for 100 ms: acknowledge now on the send connection, so the
- * end of a burst is not acknowledged (and its entries deleted, and the
- * depth report lowered) up to 100 ms late.  Only when sendc is up or was
- * never used (a node that only runs tells has not connected it yet; the
- * fetch thread's read just worked): after sendc lost Redis, a routee never
- * waits for a reconnect here, and the fetch thread's next read takes what
- * is left. */
-static void flush_idle(rp_cluster_node *node, char **ids, size_t n)
-{
-    bool sent = false;
-    pthread_mutex_lock(&node->send_lock);
-    if (node->sendc.c || !node->sendc.ever_up)
-        sent = send_acks(node, &node->sendc, ids, n);
-    pthread_mutex_unlock(&node->send_lock);
-    if (sent)
-        free_ids(ids, n);
-    else
-        give_back_acks(node, ids, n);
-    pthread_mutex_lock(&node->lock);
-    node->ack_flushing = false;
-    pthread_cond_broadcast(&node->cond);
-    pthread_mutex_unlock(&node->lock);
 }
 
 /* ---- running a job ---- */
@@ -339,12 +306,9 @@ static bool holds(const rp_cluster_node *node, const char *sid, size_t len)
 }
 
 /* The record goes as the acknowledgement takes its place: at no moment is
- * a held entry on neither list (flush_idle's ids are on the wire, and
- * whoever needs the lists whole waits for ack_flushing to clear). */
+ * a held entry on neither list. */
 static void finish(rp_cluster_node *node, rp_cluster_job *j, bool ack)
 {
-    char **ids = NULL;
-    size_t n = 0;
     pthread_mutex_lock(&node->lock);
     live_unlink(node, j);
     if (ack) {
@@ -352,10 +316,6 @@ static void finish(rp_cluster_node *node, rp_cluster_job *j, bool ack)
         j->sid = NULL;
     }
     node->inflight--;
-    if (node->inflight == 0 && node->fetch_reading && !node->ack_flushing && node->nacks) {
-        node->ack_flushing = true;
-        n = take_acks_locked(node, &ids);
-    }
     /* Wake the fetch thread only when it can act (a refill's worth is
      * free, see wait_slots()) and a leave when nothing is in flight: a
      * wake-up per job would cost a futex call and a context switch each. */
@@ -363,8 +323,6 @@ static void finish(rp_cluster_node *node, rp_cluster_job *j, bool ack)
         pthread_cond_broadcast(&node->cond);
     pthread_mutex_unlock(&node->lock);
     rp__job_free(j);
-    if (n)
-        flush_idle(node, ids, n);
 }
 
 static void answer(rp_cluster_job *j, int code, const char *msg)
@@ -566,15 +524,24 @@ static int reread_page(rp_cluster_node *node, const char *from, char *last, size
 static void reread_own(rp_cluster_node *node)
 {
     char from[48] = "0";
-    rp__flush_acks(node, &node->fetchc); /* waits for flush_idle() */
+    rp__flush_acks(node, &node->fetchc);
     while (reread_page(node, from, from, sizeof from) == 500) {
     }
 }
 
-/* XREADGROUP GROUP rp <id> COUNT <slots> BLOCK 100 STREAMS <inbox> > */
-static void put_read(rp_cluster_node *node, rp__resp *b, unsigned slots)
+/* How long a read may block, ms.  With nothing in flight, the idle wait
+ * (nothing will need acknowledging before an entry arrives).  With jobs in
+ * flight their acknowledgements wait for the next read, so that read
+ * blocks only busy_ms: from BLOCK_BUSY_MIN_MS at the start of a burst,
+ * doubled each time a read came back with nothing (the jobs are slow: a
+ * slow job's acknowledgement may wait longer, and a node running them
+ * reads about as often as they finish), up to the idle wait. */
+enum { BLOCK_IDLE_MS = 100, BLOCK_BUSY_MIN_MS = 1 };
+
+/* XREADGROUP GROUP rp <id> COUNT <slots> BLOCK <ms> STREAMS <inbox> > */
+static void put_read(rp_cluster_node *node, rp__resp *b, unsigned slots, unsigned block_ms)
 {
-    char count[20];
+    char count[20], block[20];
     rp__resp_cmd(b, 11);
     rp__resp_arg(b, "XREADGROUP", 10);
     rp__resp_arg(b, "GROUP", 5);
@@ -583,14 +550,22 @@ static void put_read(rp_cluster_node *node, rp__resp *b, unsigned slots)
     rp__resp_arg(b, "COUNT", 5);
     rp__resp_arg(b, count, rp__u64_digits(count, slots));
     rp__resp_arg(b, "BLOCK", 5);
-    rp__resp_arg(b, "100", 3);
+    rp__resp_arg(b, block, rp__u64_digits(block, block_ms));
     rp__resp_arg(b, "STREAMS", 7);
     rp__resp_str(b, node->k_inbox);
     rp__resp_arg(b, ">", 1);
 }
 
-/* One round trip: XACK + XDEL of what finished so far, then XREADGROUP. */
-static void fetch_once(rp_cluster_node *node, unsigned slots)
+/* The entries a read reply carries (0 for nil, an error, a bad shape). */
+static size_t entries_in(const redisReply *r)
+{
+    const redisReply *e;
+    return r->type == REDIS_REPLY_ARRAY && rp__read_entries(r, &e) == 0 && e ? e->elements : 0;
+}
+
+/* One round trip: XACK + XDEL of what finished so far, then XREADGROUP.
+ * *busy_ms is the fetch thread's busy block time (see BLOCK_IDLE_MS). */
+static void fetch_once(rp_cluster_node *node, unsigned slots, unsigned *busy_ms)
 {
     bool was_up = node->fetchc.c != NULL;
     if (rp__conn_ensure(&node->fetchc) < 0) {
@@ -600,15 +575,17 @@ static void fetch_once(rp_cluster_node *node, unsigned slots)
     if (!was_up)
         reread_own(node);
     char **ids;
-    rp__resp b;
-    rp__resp_init(&b);
     pthread_mutex_lock(&node->lock);
     size_t n = take_acks_locked(node, &ids);
-    node->fetch_reading = true;
+    bool busy = node->inflight > 0;
     pthread_mutex_unlock(&node->lock);
+    if (!busy)
+        *busy_ms = BLOCK_BUSY_MIN_MS; /* the next jobs start a burst */
+    rp__resp b;
+    rp__resp_init(&b);
     if (n)
         put_acks(node, &b, ids, n);
-    put_read(node, &b, slots);
+    put_read(node, &b, slots, busy ? *busy_ms : BLOCK_IDLE_MS);
     int rc = rp__resp_send(&node->fetchc, &b);
     rp__resp_free(&b);
     bool ok = rc == 0 && (!n || ack_replies(node, &node->fetchc));
@@ -617,14 +594,13 @@ static void fetch_once(rp_cluster_node *node, unsigned slots)
     else if (n)
         free_ids(ids, n);
     redisReply *r = ok ? rp__conn_get_reply(&node->fetchc) : NULL;
-    pthread_mutex_lock(&node->lock);
-    node->fetch_reading = false;
-    pthread_mutex_unlock(&node->lock);
     if (!r) {
         rp__conn_drop(&node->fetchc);
         rp__sleep_ms(50);
         return;
     }
+    if (busy && !n && entries_in(r) == 0)
+        *busy_ms = *busy_ms * 2 < BLOCK_IDLE_MS ? *busy_ms * 2 : BLOCK_IDLE_MS;
     handle_read(node, r);
     freeReplyObject(r);
 }
@@ -632,9 +608,9 @@ static void fetch_once(rp_cluster_node *node, unsigned slots)
 void *rp__fetch_main(void *arg)
 {
     rp_cluster_node *node = arg;
-    unsigned slots;
+    unsigned slots, busy_ms = BLOCK_BUSY_MIN_MS;
     while ((slots = wait_slots(node)) > 0)
-        fetch_once(node, slots);
+        fetch_once(node, slots, &busy_ms);
     if (rp__conn_ensure(&node->fetchc) == 0)
         rp__flush_acks(node, &node->fetchc);
     return NULL;

@@ -114,11 +114,6 @@ struct rp_cluster_node {
     _Atomic bool leaving;
     char **acks;
     size_t nacks, cap_acks;
-    /* The fetch thread is in a read that may block (up to 100 ms): a job
-     * that leaves the node idle then sends the acknowledgements itself on
-     * sendc (ack_flushing while those are on the wire) instead of leaving
-     * them for the next read (fetch.c, finish()). */
-    bool fetch_reading, ack_flushing;
     rp_cluster_job *handback;
     rp_cluster_job *live_jobs;     /* fetched, in the pool (not handed back) */
     pthread_t fetch_thr;

@@ -6,7 +6,7 @@
  * blocks up to 100 ms on an empty inbox, so the last entries of a burst
  * used to wait that long: still pending, still in the inbox (its length is
  * part of the depth report), and a benchmark's "acknowledged" 100 ms late.
- * The job that leaves the node idle now sends them itself (fetch.c).
+ * A read now blocks only briefly while jobs are in flight (fetch.c).
  */
 #include <stdlib.h>
 

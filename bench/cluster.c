@@ -648,7 +648,7 @@ static void print_breakdown(const cfg *c, const conf_result *res, int n)
     ROW("  HGETALL (routers' depth reads)", "%.4f", s[i]->hgetall, 0.0);
     ROW("bytes into Redis", "%.1f", s[i]->net_in, kv_or_nan(c->peers, "floor_b1024_in_bytes"));
     ROW("bytes out of Redis", "%.1f", s[i]->net_out, kv_or_nan(c->peers, "floor_b1024_out_bytes"));
-    ROW("round trips: producer", "%.4f", 1.0 / (double)c->batch, 0.0);
+    ROW("round trips: producer", "%.4f", 1.0 / (double)c->batch, NAN);
     ROW("round trips: nodes' fetches", "%.4f", s[i]->xreadgroup, 1 / f_fill);
 #undef ROW
     printf(" (the producer pipelines rp_cluster_tell_batch of %" PRIu64 " per round trip; a node's\n"

@@ -228,8 +228,7 @@ static bool ack_replies(rp_cluster_node *node, rp__conn *k)
 }
 
 /* One round trip: XACK + XDEL of ids on k; false when they could not be
- * sent or answered (the connection is then dropped: no half pipeline
- * stays on it). */
+ * sent (the buffer is queued whole or not at all) or answered. */
 static bool send_acks(rp_cluster_node *node, rp__conn *k, char **ids, size_t n)
 {
     rp__resp b;
@@ -237,8 +236,6 @@ static bool send_acks(rp_cluster_node *node, rp__conn *k, char **ids, size_t n)
     put_acks(node, &b, ids, n);
     int rc = rp__resp_send(k, &b);
     rp__resp_free(&b);
-    if (rc == RP_ENOMEM)
-        rp__conn_drop(k);
     return rc == 0 && ack_replies(node, k);
 }
 

@@ -39,6 +39,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,7 @@
 typedef struct cfg {
     const char *redis, *peers;
     uint64_t jobs, asks, batch, routees, inflight;
+    long long idle_spin_us;   /* the nodes' pools' idle_spin_us; -1: the pool's default */
     int runs;
     bool quick;
 } cfg;
@@ -89,6 +91,8 @@ static int serve(const cfg *c, const char *prefix, const char *id)
 
     rp_pool_options_init(&po);
     po.routees = (unsigned)c->routees;
+    if (c->idle_spin_us >= 0)
+        po.idle_spin_us = (unsigned)c->idle_spin_us;
     rp_cluster_options_init(&co);
     co.redis = c->redis, co.prefix = prefix, co.node_id = id;
     co.max_inflight = (unsigned)c->inflight;
@@ -139,11 +143,12 @@ typedef struct node_proc {
 static bool spawn_node(const cfg *c, const char *prefix, int k, node_proc *np)
 {
     int in[2], out[2];
-    char routees[24], inflight[24];
+    char routees[24], inflight[24], spin[24];
 
     snprintf(np->id, sizeof np->id, "bench-node-%d", k);
     snprintf(routees, sizeof routees, "%" PRIu64, c->routees);
     snprintf(inflight, sizeof inflight, "%" PRIu64, c->inflight);
+    snprintf(spin, sizeof spin, "%lld", c->idle_spin_us);
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
         return false;
     pid_t parent = getpid();
@@ -154,7 +159,8 @@ static bool spawn_node(const cfg *c, const char *prefix, int k, node_proc *np)
         dup2(in[0], STDIN_FILENO);
         dup2(out[1], STDOUT_FILENO);
         execl("/proc/self/exe", "rp-bench-cluster", "--serve", prefix, np->id, "--redis", c->redis,
-              "--routees", routees, "--max-inflight", inflight, (char *)NULL);
+              "--routees", routees, "--max-inflight", inflight, "--idle-spin-us", spin,
+              (char *)NULL);
         _exit(127);
     }
     close(in[0]);
@@ -203,6 +209,8 @@ typedef struct cmdstats {
 #undef CMD_FIELD
     double total;         /* total_commands_processed */
     double cpu_s;
+    double net_in, net_out;   /* bytes Redis read and wrote (INFO stats) */
+    cr_sched prod, nodes;     /* this process (the producer), the nodes' */
 } cmdstats;
 
 static double info_field(const char *text, const char *key)
@@ -212,7 +220,20 @@ static double info_field(const char *text, const char *key)
     return p ? strtod(p + strlen(key), NULL) : 0;
 }
 
-static bool read_cmdstats(redisContext *rc, cmdstats *s)
+static void sched_add(cr_sched *to, const cr_sched *x)
+{
+    to->cpu_ns += x->cpu_ns, to->wait_ns += x->wait_ns, to->slices += x->slices;
+}
+
+static void sched_delta(cr_sched *d, const cr_sched *b, const cr_sched *a, double n)
+{
+    d->cpu_ns = (b->cpu_ns - a->cpu_ns) / n;
+    d->wait_ns = (b->wait_ns - a->wait_ns) / n;
+    d->slices = (b->slices - a->slices) / n;
+}
+
+/* Redis's counters, then the producer's and the nodes' scheduler totals. */
+static bool read_cmdstats(redisContext *rc, const node_proc *np, int n, cmdstats *s)
 {
     redisReply *r = redisCommand(rc, "INFO commandstats");
     redisReply *t = r ? redisCommand(rc, "INFO stats") : NULL;
@@ -223,15 +244,25 @@ static bool read_cmdstats(redisContext *rc, cmdstats *s)
         CMD_LIST(CMD_READ)
 #undef CMD_READ
         s->total = info_field(t->str, "total_commands_processed:");
+        s->net_in = info_field(t->str, "total_net_input_bytes:");
+        s->net_out = info_field(t->str, "total_net_output_bytes:");
         s->cpu_s = cr_redis_cpu_s(rc);
     }
     freeReplyObject(r);
     freeReplyObject(t);
+    ok = ok && cr_sched_read(0, &s->prod);
+    s->nodes = (cr_sched){0};
+    for (int i = 0; ok && i < n; i++) {
+        cr_sched one;
+        ok = cr_sched_read((int)np[i].pid, &one);
+        sched_add(&s->nodes, &one);
+    }
     return ok;
 }
 
-/* Every inbox empty: every job ran and was acknowledged (and deleted). */
-static int inboxes_left(redisContext *rc, const char *prefix, const node_proc *np, int n)
+/* The entries left in the inboxes (not yet acknowledged, as acknowledged
+ * entries are deleted), or -1; 0: every job ran and was acknowledged. */
+static long long inboxes_left(redisContext *rc, const char *prefix, const node_proc *np, int n)
 {
     char key[128];
     long long left = 0;
@@ -249,7 +280,7 @@ static int inboxes_left(redisContext *rc, const char *prefix, const node_proc *n
         left += r->integer;
         freeReplyObject(r);
     }
-    return left > 0 ? 1 : 0;
+    return left;
 }
 
 static bool wait_empty(redisContext *rc, const char *prefix, const node_proc *np, int n,
@@ -257,9 +288,9 @@ static bool wait_empty(redisContext *rc, const char *prefix, const node_proc *np
 {
     const struct timespec ms = {0, 1000000};
     int64_t deadline = bench_now_ns() + (int64_t)timeout_s * 1000000000;
-    int left;
+    long long left;
 
-    while ((left = inboxes_left(rc, prefix, np, n)) == 1 && bench_now_ns() < deadline)
+    while ((left = inboxes_left(rc, prefix, np, n)) > 0 && bench_now_ns() < deadline)
         nanosleep(&ms, NULL);
     return left == 0;
 }
@@ -300,6 +331,9 @@ static bool send_jobs(const cfg *c, producer *p, uint64_t n)
 
 typedef struct tput_result {
     double jobs_per_s;
+    double submit_per_s;  /* the producer's rate: first submit to the last batch stored */
+    double backlog;       /* entries in the inboxes then */
+    double drain_ms;      /* from then until every inbox was empty */
     cmdstats per_job;     /* deltas divided by the jobs */
 } tput_result;
 
@@ -308,24 +342,34 @@ static bool tput_run(const cfg *c, producer *p, redisContext *rc, const char *pr
 {
     cmdstats a, b;
 
-    if (!read_cmdstats(rc, &a))
+    if (!read_cmdstats(rc, p->np, p->n, &a))
         return false;
     int64_t t0 = bench_now_ns();
-    if (!send_jobs(c, p, c->jobs) || !wait_empty(rc, prefix, p->np, p->n, 120)) {
+    bool sent = send_jobs(c, p, c->jobs);
+    int64_t t_sent = bench_now_ns();
+    out->backlog = (double)inboxes_left(rc, prefix, p->np, p->n);
+    if (!sent || !wait_empty(rc, prefix, p->np, p->n, 120)) {
         fprintf(stderr, "rp-bench-cluster: the jobs did not all complete\n");
         return false;
     }
     int64_t t1 = bench_now_ns();
-    if (!read_cmdstats(rc, &b))
+    if (!read_cmdstats(rc, p->np, p->n, &b))
         return false;
     out->jobs_per_s = (double)c->jobs * 1e9 / (double)(t1 - t0);
+    out->submit_per_s = (double)c->jobs * 1e9 / (double)(t_sent - t0);
+    out->drain_ms = (double)(t1 - t_sent) / 1e6;
     double n = (double)c->jobs;
 #define CMD_DELTA(name) out->per_job.name = (b.name - a.name) / n;
     CMD_LIST(CMD_DELTA)
 #undef CMD_DELTA
-    /* The polls (XLEN) and the two INFO calls are the benchmark's, not the cluster's. */
+    /* The polls (XLEN) and the two INFO calls are the benchmark's, not the
+     * cluster's; their bytes (about 60 per poll) are left in. */
     out->per_job.total = (b.total - a.total - (b.xlen - a.xlen) - 2) / n;
     out->per_job.cpu_s = (b.cpu_s - a.cpu_s) / n;
+    out->per_job.net_in = (b.net_in - a.net_in) / n;
+    out->per_job.net_out = (b.net_out - a.net_out) / n;
+    sched_delta(&out->per_job.prod, &b.prod, &a.prod, n);
+    sched_delta(&out->per_job.nodes, &b.nodes, &a.nodes, n);
     return true;
 }
 
@@ -526,17 +570,99 @@ static void print_table(const cfg *c, const conf_result *res, int n)
                s->total, 1.0 / (double)c->batch, s->xreadgroup);
         csv_conf(r, c->runs);
     }
-    printf("\n Redis commands per job, by kind (INFO commandstats; the commands a script runs\n"
-           " are counted too, under their own names):\n"
-           " nodes    XADD  EVALSHA  SISMEMBER  XREADGROUP    XACK    XDEL  HGETALL\n");
-    for (int i = 0; i < n; i++) {
-        const cmdstats *s = &res[i].med.per_job;
-        printf(" %5d  %6.3f  %7.3f  %9.3f  %10.4f  %6.4f  %6.4f  %7.4f\n", res[i].nodes, s->xadd,
-               s->evalsha + s->eval, s->sismember, s->xreadgroup, s->xack, s->xdel, s->hgetall);
+}
+
+/* One row of the breakdown: a value per configuration, then the floor's
+ * (NAN: not measured, or no such thing for the floor). */
+static void brow(const char *label, const char *fmt, const double *v, int n, double floor_v)
+{
+    char cell[32];
+
+    printf(" %-34s", label);
+    for (int i = 0; i <= n; i++) {
+        double x = i < n ? v[i] : floor_v;
+        if (x != x)
+            snprintf(cell, sizeof cell, "-");
+        else
+            snprintf(cell, sizeof cell, fmt, x);
+        printf(" %11s", cell);
     }
-    printf(" (producer: one pipelined rp_cluster_tell_batch of %" PRIu64 " per round trip; nodes: one\n"
-           "  XREADGROUP per fetch, carrying the previous batch's XACK + XDEL in the same round trip)\n",
+    printf("\n");
+}
+
+static double kv_or_nan(const char *peers, const char *key)
+{
+    double v;
+    return cr_kv_read(peers, key, &v) ? v : NAN;
+}
+
+/* Where the time goes, per job, beside the floor's per entry (COUNT 1024). */
+static void print_breakdown(const cfg *c, const conf_result *res, int n)
+{
+    double v[MAX_NODES], cpus = (double)sysconf(_SC_NPROCESSORS_ONLN);
+    double f_redis = kv_or_nan(c->peers, "floor_b1024_redis_us");
+    double f_prod = kv_or_nan(c->peers, "floor_b1024_producer_us");
+    double f_cons = kv_or_nan(c->peers, "floor_b1024_consumer_us");
+    double f_fill = kv_or_nan(c->peers, "floor_b1024_fill");
+    const cmdstats *s[MAX_NODES];
+
+    printf("\n Where the time goes, per job (the median run), beside the streams floor's per\n"
+           " entry at COUNT 1024 (its producer thread / consumer thread in the producer / nodes\n"
+           " rows); CPU from INFO CPU (Redis) and /proc/PID/task/TID/schedstat (the rest):\n");
+    printf(" %-34s", "");
+    for (int i = 0; i < n; i++)
+        printf("     %d nodes", res[i].nodes);
+    printf("       floor\n");
+    for (int i = 0; i < n; i++)
+        s[i] = &res[i].med.per_job;
+#define ROW(label, fmt, expr, floor_v)                                                           \
+    do {                                                                                       \
+        for (int i = 0; i < n; i++)                                                            \
+            v[i] = (expr);                                                                     \
+        brow(label, fmt, v, n, floor_v);                                                       \
+    } while (0)
+    ROW("jobs/s", "%.0f", res[i].med.jobs_per_s, kv_or_nan(c->peers, "floor_b1024_per_s"));
+    ROW("producer's submit rate, jobs/s", "%.0f", res[i].med.submit_per_s, NAN);
+    ROW("  inbox backlog at the last submit", "%.0f", res[i].med.backlog, NAN);
+    ROW("  then until all acknowledged, ms", "%.1f", res[i].med.drain_ms, NAN);
+    ROW("Redis CPU, us", "%.2f", s[i]->cpu_s * 1e6, f_redis);
+    ROW("producer CPU, us", "%.2f", s[i]->prod.cpu_ns / 1e3, f_prod);
+    ROW("nodes' CPU, us", "%.2f", s[i]->nodes.cpu_ns / 1e3, f_cons);
+    ROW("all CPU, us", "%.2f", s[i]->cpu_s * 1e6 + (s[i]->prod.cpu_ns + s[i]->nodes.cpu_ns) / 1e3,
+        f_redis + f_prod + f_cons);
+    char label[48];
+    snprintf(label, sizeof label, "  bound on %.0f CPUs, jobs/s", cpus);
+    ROW(label, "%.0f",
+        cpus * 1e6 / (s[i]->cpu_s * 1e6 + (s[i]->prod.cpu_ns + s[i]->nodes.cpu_ns) / 1e3),
+        cpus * 1e6 / (f_redis + f_prod + f_cons));
+    ROW("clients runnable, not running, us", "%.2f", (s[i]->prod.wait_ns + s[i]->nodes.wait_ns) / 1e3,
+        NAN);
+    ROW("clients put on a CPU, per 100 jobs", "%.2f", (s[i]->prod.slices + s[i]->nodes.slices) * 100,
+        NAN);
+    ROW("Redis commands", "%.4f", s[i]->total, 1 + 3 / f_fill);
+    ROW("  XADD", "%.4f", s[i]->xadd, 1.0);
+    ROW("  XREADGROUP", "%.4f", s[i]->xreadgroup, 1 / f_fill);
+    ROW("  XACK", "%.4f", s[i]->xack, 1 / f_fill);
+    ROW("  XDEL", "%.4f", s[i]->xdel, 1 / f_fill);
+    ROW("  EVALSHA+EVAL (heartbeat scripts)", "%.4f", s[i]->evalsha + s[i]->eval, 0.0);
+    ROW("  HGETALL (routers' depth reads)", "%.4f", s[i]->hgetall, 0.0);
+    ROW("bytes into Redis", "%.1f", s[i]->net_in, kv_or_nan(c->peers, "floor_b1024_in_bytes"));
+    ROW("bytes out of Redis", "%.1f", s[i]->net_out, kv_or_nan(c->peers, "floor_b1024_out_bytes"));
+    ROW("round trips: producer", "%.4f", 1.0 / (double)c->batch, NAN);
+    ROW("round trips: nodes' fetches", "%.4f", s[i]->xreadgroup, 1 / f_fill);
+#undef ROW
+    printf(" (the producer pipelines rp_cluster_tell_batch of %" PRIu64 " per round trip; a node's\n"
+           "  XREADGROUP carries the previous batch's XACK + XDEL in the same round trip; the\n"
+           "  floor's producer keeps 256 XADDs in flight and writes them while replies come)\n",
            c->batch);
+    for (int i = 0; i < n; i++) {
+        char cas[64];
+        snprintf(cas, sizeof cas, "routepool cluster, %d nodes", res[i].nodes);
+        double cl = (s[i]->prod.cpu_ns + s[i]->nodes.cpu_ns) / 1e3;
+        bench_csv_row("cluster", cas, "client-cpu", "us/job", cl, cl, cl, 1);
+        bench_csv_row("cluster", cas, "redis-bytes-in", "B/job", s[i]->net_in, s[i]->net_in,
+                      s[i]->net_in, 1);
+    }
 }
 
 static const char *verdict(bool met)
@@ -596,12 +722,14 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: rp-bench-cluster --redis HOST:PORT|PATH [--peers FILE] [--quick]\n"
             "         [--jobs N] [--runs N] [--asks N] [--batch N] [--routees N] [--max-inflight N]\n"
+            "         [--idle-spin-us N|-1]\n"
             "  routepool cluster nodes (2 and 3, separate processes) on one Redis: tiny-job\n"
             "  throughput through a round-robin cluster router and the sequential ask round\n"
             "  trip; with --peers (bench/run's key=value file of BullMQ and the streams floor)\n"
             "  same-run ratios and verdicts against issue 19's targets.\n"
             "  defaults: --jobs 200000 --runs 3 --asks 2000 --batch 256 --routees 1\n"
-            "            --max-inflight 1024 (--quick: 30000 jobs, 1 run, 500 asks)\n");
+            "            --max-inflight 1024 --idle-spin-us -1 (the nodes' pools spin as\n"
+            "            rp_pool_options' default decides) (--quick: 30000 jobs, 1 run, 500 asks)\n");
 }
 
 static int parse(cfg *c, int argc, char **argv, const char **serve_prefix, const char **serve_id)
@@ -639,6 +767,8 @@ static int parse(cfg *c, int argc, char **argv, const char **serve_prefix, const
             c->routees = bench_parse_u64(a, v, 1, 256);
         else if (!strcmp(a, "--max-inflight"))
             c->inflight = bench_parse_u64(a, v, 0, 100000);
+        else if (!strcmp(a, "--idle-spin-us"))
+            c->idle_spin_us = !strcmp(v, "-1") ? -1 : (long long)bench_parse_u64(a, v, 0, 10000);
         else {
             usage(stderr);
             return 2;
@@ -653,7 +783,8 @@ static int parse(cfg *c, int argc, char **argv, const char **serve_prefix, const
 
 int main(int argc, char **argv)
 {
-    cfg c = {.jobs = 200000, .runs = 3, .asks = 2000, .batch = 256, .routees = 1, .inflight = 1024};
+    cfg c = {.jobs = 200000, .runs = 3, .asks = 2000, .batch = 256, .routees = 1, .inflight = 1024,
+             .idle_spin_us = -1};
     const char *serve_prefix = NULL, *serve_id = NULL;
     int rc = parse(&c, argc, argv, &serve_prefix, &serve_id);
     conf_result res[2] = {{0}};
@@ -682,6 +813,7 @@ int main(int argc, char **argv)
     if (!ok)
         return 1;
     print_table(&c, res, 2);
+    print_breakdown(&c, res, 2);
     printf(" one sequential Redis round trip (PING) from here: p50 %.0f us; an ask is a send,\n"
            " the node's wake-up from XREADGROUP BLOCK, the routee, the reply's RPUSH and the asker's\n"
            " wake-up from BLPOP\n", ping);

@@ -3,14 +3,17 @@
  * bench/cluster_redis.c - connection, INFO CPU and result files for the
  * cluster benchmarks (cluster_redis.h).  The address parser accepts what
  * rp-node's --redis accepts: HOST:PORT or a unix socket path; the port is
- * parsed strictly (digits only, 1..65535).
+ * parsed strictly (digits only, 1..65535).  INFO replies and /proc files
+ * are parsed by key; a missing key reads as 0.
  */
 #include "cluster_redis.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 static bool parse_port(const char *s, int *out)
 {
@@ -52,23 +55,67 @@ redisContext *cr_connect(const char *addr, int timeout_ms)
     return c;
 }
 
+static double info_value(const char *text, const char *key)
+{
+    size_t klen = strlen(key);
+
+    for (const char *line = text; line && *line; line = strchr(line, '\n')) {
+        line += *line == '\n';
+        if (!strncmp(line, key, klen) && line[klen] == ':')
+            return strtod(line + klen + 1, NULL);
+    }
+    return 0;
+}
+
 double cr_redis_cpu_s(redisContext *c)
 {
     redisReply *r = redisCommand(c, "INFO cpu");
     double sum = -1;
 
-    if (r && r->type == REDIS_REPLY_STRING) {
-        sum = 0;
-        for (const char *line = r->str; line && *line; line = strchr(line, '\n')) {
-            line += *line == '\n';
-            if (!strncmp(line, "used_cpu_sys:", 13))
-                sum += strtod(line + 13, NULL);
-            else if (!strncmp(line, "used_cpu_user:", 14))
-                sum += strtod(line + 14, NULL);
-        }
-    }
+    if (r && r->type == REDIS_REPLY_STRING)
+        sum = info_value(r->str, "used_cpu_sys") + info_value(r->str, "used_cpu_user");
     freeReplyObject(r);
     return sum;
+}
+
+bool cr_redis_net_bytes(redisContext *c, double *in, double *out)
+{
+    redisReply *r = redisCommand(c, "INFO stats");
+    bool ok = r && r->type == REDIS_REPLY_STRING;
+
+    if (ok) {
+        *in = info_value(r->str, "total_net_input_bytes");
+        *out = info_value(r->str, "total_net_output_bytes");
+    }
+    freeReplyObject(r);
+    return ok;
+}
+
+bool cr_sched_read(int pid, cr_sched *out)
+{
+    char path[64];
+    struct dirent *d;
+
+    snprintf(path, sizeof path, "/proc/%d/task", pid ? pid : (int)getpid());
+    DIR *dir = opendir(path);
+    if (!dir)
+        return false;
+    *out = (cr_sched){0};
+    while ((d = readdir(dir)) != NULL) {
+        char file[96];
+        unsigned long long cpu, wait, slices;
+        if (d->d_name[0] == '.')
+            continue;
+        snprintf(file, sizeof file, "%s/%.16s/schedstat", path, d->d_name);
+        FILE *f = fopen(file, "r");
+        if (!f)
+            continue; /* the thread exited meanwhile */
+        if (fscanf(f, "%llu %llu %llu", &cpu, &wait, &slices) == 3)
+            out->cpu_ns += (double)cpu, out->wait_ns += (double)wait, out->slices += (double)slices;
+        fclose(f);
+    }
+    closedir(dir);
+    return true;
 }
 
 bool cr_command_ok(redisContext *c, const char *what, int argc, const char **argv)

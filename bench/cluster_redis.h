@@ -30,6 +30,22 @@ redisContext *cr_connect(const char *addr, int timeout_ms);
 /** Redis's used_cpu_sys + used_cpu_user in seconds, or -1 on error. */
 double cr_redis_cpu_s(redisContext *c);
 
+/** Redis's total_net_input_bytes and total_net_output_bytes (INFO stats).
+ *  @return false when the reply is missing or of the wrong type. */
+bool cr_redis_net_bytes(redisContext *c, double *in, double *out);
+
+/** What the scheduler recorded for every thread of a process, summed over
+ *  /proc/PID/task/TID/schedstat: time on a CPU, time runnable but waiting
+ *  for one, and the times it was put on a CPU (wake-ups and preemptions
+ *  resumed).  Threads that exited are not counted. */
+typedef struct cr_sched {
+    double cpu_ns, wait_ns, slices;
+} cr_sched;
+
+/** Read pid's totals (0 = this process) into out; false when /proc has no
+ *  such process. */
+bool cr_sched_read(int pid, cr_sched *out);
+
 /** Run a command that must not fail (argv form); false with a message on
  *  stderr naming what when the reply is missing or an error. */
 bool cr_command_ok(redisContext *c, const char *what, int argc, const char **argv);

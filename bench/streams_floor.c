@@ -11,15 +11,18 @@
  * decoded beyond the entry ids.  entries/s is measured from the first XADD
  * to the acknowledgement of the last entry, for B = 64 and B = 1024.
  *
- * Each entry carries the four fields of a cluster tell (id, h, p, o; a
- * 16-byte payload), so the floor moves the same bytes per job as the
- * cluster does and the comparison is of the transport.  Every run uses a
+ * Each entry carries the fields of a cluster tell (id, h, p; an id as long
+ * as rp-bench-cluster's producer's, a 16-byte payload), so the floor moves
+ * the same bytes per job as the cluster does and the comparison is of the
+ * transport.  Every run uses a
  * fresh stream key (deleted afterwards), and a run counts as measured only
  * when every entry was read and acknowledged exactly once.
  *
  * Output: a table on stdout, CSV rows for bench/run (RP_BENCH_CSV), and
- * with --kv FILE the medians as floor_b64_per_s, floor_b1024_per_s (and
- * floor_b<B>_redis_us for the Redis CPU per entry) for rp-bench-cluster.
+ * with --kv FILE the medians for rp-bench-cluster as floor_b<B>_<name>:
+ * per_s, redis_us (Redis CPU per entry), producer_us and consumer_us (the
+ * two threads' CPU per entry), in_bytes and out_bytes (Redis's network
+ * bytes per entry) and fill (entries per XREADGROUP), for B = 64, 1024.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -46,6 +49,7 @@ typedef struct floor_run {
     uint64_t acked;       /* consumer: entries acknowledged */
     uint64_t batches;     /* consumer: XREADGROUP round trips that returned entries */
     int64_t t_end;        /* consumer: when the last entry was acknowledged */
+    int64_t cons_cpu_ns;  /* consumer: its thread's CPU time */
     bool failed;          /* consumer: a reply was missing or wrong */
     atomic_bool stop;     /* producer -> consumer: the producer failed, give up */
 } floor_run;
@@ -94,6 +98,7 @@ static void *consumer(void *p)
     redisContext *c = cr_connect(r->cfg->addr, 5000);
     char count[24];
 
+    int64_t cpu0 = bench_thread_cpu_ns();
     snprintf(count, sizeof count, "%u", r->batch);
     const char *argv[] = {"XREADGROUP", "GROUP", GROUP, "c", "COUNT", count, "BLOCK", "1000",
                           "STREAMS", r->key, ">"};
@@ -115,6 +120,7 @@ static void *consumer(void *p)
     }
     r->failed |= !c;
     r->t_end = bench_now_ns();
+    r->cons_cpu_ns = bench_thread_cpu_ns() - cpu0;
     redisFree(c);
     return NULL;
 }
@@ -129,12 +135,12 @@ static bool produce(redisContext *c, const floor_run *r)
 
     while (replied < n) {
         while (sent < n && sent - replied < window) {
-            int idlen = snprintf(id, sizeof id, "floor:%" PRIu64, sent);
-            const char *argv[] = {"XADD", r->key, "*", "id", id, "h", "noop", "p", payload,
-                                  "o", "floor"};
-            size_t lens[] = {4, strlen(r->key), 1, 2, (size_t)idlen, 1, 4, 1, sizeof payload,
-                             1, 5};
-            redisAppendCommandArgv(c, 11, argv, lens);
+            /* "bench-producer:<join ms x 1024 + n>" is as long */
+            int idlen = snprintf(id, sizeof id, "floor-producer:%" PRIu64,
+                                 UINT64_C(1800000000000000) + sent);
+            const char *argv[] = {"XADD", r->key, "*", "id", id, "h", "noop", "p", payload};
+            size_t lens[] = {4, strlen(r->key), 1, 2, (size_t)idlen, 1, 4, 1, sizeof payload};
+            redisAppendCommandArgv(c, 9, argv, lens);
             sent++;
         }
         redisReply *rep = NULL;
@@ -151,6 +157,8 @@ static bool produce(redisContext *c, const floor_run *r)
 
 typedef struct floor_result {
     double per_s, redis_us, batch_fill;
+    double prod_us, cons_us;     /* the two threads' CPU per entry */
+    double in_bytes, out_bytes;  /* Redis's network bytes per entry */
 } floor_result;
 
 static bool one_run(const floor_cfg *cfg, unsigned batch, int run, floor_result *out)
@@ -166,18 +174,21 @@ static bool one_run(const floor_cfg *cfg, unsigned batch, int run, floor_result 
         redisFree(c);
         return false;
     }
-    double cpu0 = cr_redis_cpu_s(c);
-    int64_t t0 = bench_now_ns();
+    double cpu0 = cr_redis_cpu_s(c), in0 = 0, out0 = 0, in1 = 0, out1 = 0;
+    cr_redis_net_bytes(c, &in0, &out0);
+    int64_t t0 = bench_now_ns(), prod0 = bench_thread_cpu_ns();
     if (pthread_create(&th, NULL, consumer, &r) != 0) {
         redisFree(c);
         return false;
     }
     bool produced = produce(c, &r);
+    int64_t prod_ns = bench_thread_cpu_ns() - prod0;
     if (!produced)
         atomic_store_explicit(&r.stop, true, memory_order_relaxed);
     pthread_join(th, NULL);
     r.failed |= !produced;
     double cpu1 = cr_redis_cpu_s(c);
+    cr_redis_net_bytes(c, &in1, &out1);
     cr_command_ok(c, "DEL", 2, (const char *[]){"DEL", r.key});
     redisFree(c);
     if (r.failed || r.acked != cfg->entries) {
@@ -188,33 +199,53 @@ static bool one_run(const floor_cfg *cfg, unsigned batch, int run, floor_result 
     out->per_s = (double)cfg->entries * 1e9 / (double)(r.t_end - t0);
     out->redis_us = (cpu1 - cpu0) * 1e6 / (double)cfg->entries;
     out->batch_fill = (double)cfg->entries / (double)r.batches;
+    out->prod_us = (double)prod_ns / 1e3 / (double)cfg->entries;
+    out->cons_us = (double)r.cons_cpu_ns / 1e3 / (double)cfg->entries;
+    out->in_bytes = (in1 - in0) / (double)cfg->entries;
+    out->out_bytes = (out1 - out0) / (double)cfg->entries;
     return true;
+}
+
+/* The medians of one batch size, printed and into the kv file as
+ * floor_b<B>_<name>. */
+static void kv_median(const floor_cfg *cfg, unsigned batch, const char *name, double *v)
+{
+    char key[64];
+
+    snprintf(key, sizeof key, "floor_b%u_%s", batch, name);
+    cr_kv_write(cfg->kv, key, bench_median(v, (size_t)cfg->runs));
 }
 
 static bool measure(const floor_cfg *cfg, unsigned batch)
 {
-    double per_s[16], redis_us[16], fill[16];
-    char cas[64], key[64];
+    double per_s[16], redis_us[16], fill[16], prod[16], cons[16], in[16], out[16];
+    char cas[64];
     floor_result res;
 
     for (int i = 0; i < cfg->runs; i++) {
         if (!one_run(cfg, batch, i, &res))
             return false;
         per_s[i] = res.per_s, redis_us[i] = res.redis_us, fill[i] = res.batch_fill;
-        printf("  COUNT %4u  run %d: %9.0f entries/s  %5.2f us Redis CPU/entry  %6.1f entries/read\n",
-               batch, i + 1, res.per_s, res.redis_us, res.batch_fill);
+        prod[i] = res.prod_us, cons[i] = res.cons_us, in[i] = res.in_bytes, out[i] = res.out_bytes;
+        printf("  COUNT %4u  run %d: %9.0f entries/s  %5.2f us Redis CPU/entry  %6.1f entries/read"
+               "  producer %4.2f us, consumer %4.2f us CPU/entry  %5.1f B in, %5.1f B out/entry\n",
+               batch, i + 1, res.per_s, res.redis_us, res.batch_fill, res.prod_us, res.cons_us,
+               res.in_bytes, res.out_bytes);
     }
     snprintf(cas, sizeof cas, "streams floor, XREADGROUP COUNT %u", batch);
-    double med = bench_median(per_s, (size_t)cfg->runs);
-    double med_cpu = bench_median(redis_us, (size_t)cfg->runs);
     printf("  COUNT %4u  median: %9.0f entries/s  %5.2f us Redis CPU/entry  %6.1f entries/read\n",
-           batch, med, med_cpu, bench_median(fill, (size_t)cfg->runs));
+           batch, bench_median(per_s, (size_t)cfg->runs), bench_median(redis_us, (size_t)cfg->runs),
+           bench_median(fill, (size_t)cfg->runs));
     bench_csv_samples("cluster-floor", cas, "throughput", "entries/s", per_s, (size_t)cfg->runs);
     bench_csv_samples("cluster-floor", cas, "redis-cpu", "us/entry", redis_us, (size_t)cfg->runs);
-    snprintf(key, sizeof key, "floor_b%u_per_s", batch);
-    cr_kv_write(cfg->kv, key, med);
-    snprintf(key, sizeof key, "floor_b%u_redis_us", batch);
-    cr_kv_write(cfg->kv, key, med_cpu);
+    bench_csv_samples("cluster-floor", cas, "client-cpu", "us/entry", cons, (size_t)cfg->runs);
+    kv_median(cfg, batch, "per_s", per_s);
+    kv_median(cfg, batch, "redis_us", redis_us);
+    kv_median(cfg, batch, "producer_us", prod);
+    kv_median(cfg, batch, "consumer_us", cons);
+    kv_median(cfg, batch, "in_bytes", in);
+    kv_median(cfg, batch, "out_bytes", out);
+    kv_median(cfg, batch, "fill", fill);
     return true;
 }
 
@@ -265,7 +296,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    printf("streams floor: %" PRIu64 " entries of 4 fields (16-byte payload), %" PRIu64
+    printf("streams floor: %" PRIu64 " entries of 3 fields (a cluster tell's: id, h, p), %" PRIu64
            " XADDs in flight, %d run(s) per batch size; Redis at %s\n",
            cfg.entries, cfg.inflight, cfg.runs, cfg.addr);
     return measure(&cfg, 64) && measure(&cfg, 1024) ? 0 : 1;

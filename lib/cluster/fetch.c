@@ -8,8 +8,14 @@
  * slot it sleeps on the node's condition variable until a job finishes.
  * Finished entries are acknowledged in batches: one XACK and one XDEL for
  * every id collected, pipelined with the next XREADGROUP (one round
- * trip).  Ids whose acknowledgement could not be sent (Redis down) stay
- * on the list and go with the next batch.
+ * trip), written in RESP directly (resp.h).  A read blocks 100 ms on an
+ * empty inbox only when nothing is in flight; while jobs run it blocks
+ * briefly (1 ms, doubling while reads come back empty: see BLOCK_IDLE_MS),
+ * so the last entries of a burst are acknowledged about when they ran,
+ * not one 100 ms read later, and the acknowledgements of jobs that finish
+ * while entries keep coming still ride the reads.  Ids whose
+ * acknowledgement could not be sent (Redis down) stay on the list and go
+ * with the next batch.
  *
  * A job runs only if the node is not leaving when a routee reaches it;
  * otherwise it goes to the handback list and rp_cluster_leave() moves it
@@ -21,6 +27,7 @@
 #include <string.h>
 
 #include "impl.h"
+#include "resp.h"
 
 /* ---- handlers ---- */
 
@@ -164,47 +171,43 @@ void rp__push_ack(rp_cluster_node *node, char *sid)
     pthread_mutex_unlock(&node->lock);
 }
 
-/* Takes the list; returns its length. */
-static size_t take_acks(rp_cluster_node *node, char ***ids)
+/* Under node->lock: takes the list; returns its length. */
+static size_t take_acks_locked(rp_cluster_node *node, char ***ids)
 {
-    pthread_mutex_lock(&node->lock);
     size_t n = node->nacks;
     *ids = node->acks;
     node->acks = NULL;
     node->nacks = node->cap_acks = 0;
-    pthread_mutex_unlock(&node->lock);
     return n;
 }
 
-/* Append XACK and XDEL for ids[0..n) (argv: command, key, [group], ids). */
-static int append_acks(rp_cluster_node *node, rp__conn *k, char **ids, size_t n)
+/* Write XACK and XDEL for ids[0..n) (XACK key group id..., XDEL key id...). */
+static void put_acks(rp_cluster_node *node, rp__resp *b, char **ids, size_t n)
 {
-    const char **av = malloc((n + 3) * sizeof *av);
-    size_t *al = malloc((n + 3) * sizeof *al);
-    int rc = RP_ENOMEM;
-    if (av && al) {
-        av[0] = "XACK", al[0] = 4;
-        av[1] = node->k_inbox, al[1] = strlen(node->k_inbox);
-        av[2] = "rp", al[2] = 2;
-        for (size_t i = 0; i < n; i++)
-            av[i + 3] = ids[i], al[i + 3] = strlen(ids[i]);
-        rc = rp__conn_append(k, (int)n + 3, av, al);
-        /* XDEL key id...: the same ids, one place to the left. */
-        av[0] = "XDEL", al[0] = 4;
-        memmove(av + 2, av + 3, n * sizeof *av);
-        memmove(al + 2, al + 3, n * sizeof *al);
-        if (rc == 0)
-            rc = rp__conn_append(k, (int)n + 2, av, al);
-    }
-    free(av);
-    free(al);
-    return rc;
+    rp__resp_cmd(b, n + 3);
+    rp__resp_arg(b, "XACK", 4);
+    rp__resp_str(b, node->k_inbox);
+    rp__resp_arg(b, "rp", 2);
+    for (size_t i = 0; i < n; i++)
+        rp__resp_str(b, ids[i]);
+    rp__resp_cmd(b, n + 2);
+    rp__resp_arg(b, "XDEL", 4);
+    rp__resp_str(b, node->k_inbox);
+    for (size_t i = 0; i < n; i++)
+        rp__resp_str(b, ids[i]);
 }
 
 static void give_back_acks(rp_cluster_node *node, char **ids, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         rp__push_ack(node, ids[i]);
+    free(ids);
+}
+
+static void free_ids(char **ids, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
     free(ids);
 }
 
@@ -224,21 +227,32 @@ static bool ack_replies(rp_cluster_node *node, rp__conn *k)
     return ok;
 }
 
+/* One round trip: XACK + XDEL of ids on k; false when they could not be
+ * sent (the buffer is queued whole or not at all) or answered. */
+static bool send_acks(rp_cluster_node *node, rp__conn *k, char **ids, size_t n)
+{
+    rp__resp b;
+    rp__resp_init(&b);
+    put_acks(node, &b, ids, n);
+    int rc = rp__resp_send(k, &b);
+    rp__resp_free(&b);
+    return rc == 0 && ack_replies(node, k);
+}
+
 void rp__flush_acks(rp_cluster_node *node, rp__conn *k)
 {
     char **ids;
-    size_t n = take_acks(node, &ids);
+    pthread_mutex_lock(&node->lock);
+    size_t n = take_acks_locked(node, &ids);
+    pthread_mutex_unlock(&node->lock);
     if (n == 0) {
         free(ids);
         return;
     }
-    if (append_acks(node, k, ids, n) != 0 || !ack_replies(node, k)) {
+    if (!send_acks(node, k, ids, n))
         give_back_acks(node, ids, n);
-        return;
-    }
-    for (size_t i = 0; i < n; i++)
-        free(ids[i]);
-    free(ids);
+    else
+        free_ids(ids, n);
 }
 
 /* ---- running a job ---- */
@@ -512,16 +526,44 @@ static void reread_own(rp_cluster_node *node)
     }
 }
 
-/* One round trip: XACK + XDEL of what finished so far, then XREADGROUP. */
-static void fetch_once(rp_cluster_node *node, unsigned slots)
+/* How long a read may block, ms.  With nothing in flight, the idle wait
+ * (nothing will need acknowledging before an entry arrives).  With jobs in
+ * flight their acknowledgements wait for the next read, so that read
+ * blocks only busy_ms: from BLOCK_BUSY_MIN_MS at the start of a burst,
+ * doubled each time a read came back with nothing (the jobs are slow: a
+ * slow job's acknowledgement may wait longer, and a node running them
+ * reads about as often as they finish), up to the idle wait. */
+enum { BLOCK_IDLE_MS = 100, BLOCK_BUSY_MIN_MS = 1 };
+
+/* XREADGROUP GROUP rp <id> COUNT <slots> BLOCK <ms> STREAMS <inbox> > */
+static void put_read(rp_cluster_node *node, rp__resp *b, unsigned slots, unsigned block_ms)
 {
-    char count[16];
-    snprintf(count, sizeof count, "%u", slots);
-    const char *av[] = {"XREADGROUP", "GROUP", "rp", node->id, "COUNT", count,
-                        "BLOCK", "100", "STREAMS", node->k_inbox, ">"};
-    size_t al[11];
-    for (int i = 0; i < 11; i++)
-        al[i] = strlen(av[i]);
+    char count[20], block[20];
+    rp__resp_cmd(b, 11);
+    rp__resp_arg(b, "XREADGROUP", 10);
+    rp__resp_arg(b, "GROUP", 5);
+    rp__resp_arg(b, "rp", 2);
+    rp__resp_str(b, node->id);
+    rp__resp_arg(b, "COUNT", 5);
+    rp__resp_arg(b, count, rp__u64_digits(count, slots));
+    rp__resp_arg(b, "BLOCK", 5);
+    rp__resp_arg(b, block, rp__u64_digits(block, block_ms));
+    rp__resp_arg(b, "STREAMS", 7);
+    rp__resp_str(b, node->k_inbox);
+    rp__resp_arg(b, ">", 1);
+}
+
+/* The entries a read reply carries (0 for nil, an error, a bad shape). */
+static size_t entries_in(const redisReply *r)
+{
+    const redisReply *e;
+    return r->type == REDIS_REPLY_ARRAY && rp__read_entries(r, &e) == 0 && e ? e->elements : 0;
+}
+
+/* One round trip: XACK + XDEL of what finished so far, then XREADGROUP.
+ * *busy_ms is the fetch thread's busy block time (see BLOCK_IDLE_MS). */
+static void fetch_once(rp_cluster_node *node, unsigned slots, unsigned *busy_ms)
+{
     bool was_up = node->fetchc.c != NULL;
     if (rp__conn_ensure(&node->fetchc) < 0) {
         rp__sleep_ms(50);
@@ -530,24 +572,32 @@ static void fetch_once(rp_cluster_node *node, unsigned slots)
     if (!was_up)
         reread_own(node);
     char **ids;
-    size_t n = take_acks(node, &ids);
-    bool acks = n > 0 && append_acks(node, &node->fetchc, ids, n) == 0;
-    bool ok = rp__conn_append(&node->fetchc, 11, av, al) == 0;
-    if (acks && !(ok && ack_replies(node, &node->fetchc)))
-        acks = false, ok = false;
-    if (n && !acks) {
+    pthread_mutex_lock(&node->lock);
+    size_t n = take_acks_locked(node, &ids);
+    bool busy = node->inflight > 0;
+    pthread_mutex_unlock(&node->lock);
+    if (!busy)
+        *busy_ms = BLOCK_BUSY_MIN_MS; /* the next jobs start a burst */
+    rp__resp b;
+    rp__resp_init(&b);
+    if (n)
+        put_acks(node, &b, ids, n);
+    put_read(node, &b, slots, busy ? *busy_ms : BLOCK_IDLE_MS);
+    int rc = rp__resp_send(&node->fetchc, &b);
+    rp__resp_free(&b);
+    bool ok = rc == 0 && (!n || ack_replies(node, &node->fetchc));
+    if (n && !ok)
         give_back_acks(node, ids, n);
-    } else {
-        for (size_t i = 0; i < n; i++)
-            free(ids[i]);
-        free(ids);
-    }
+    else if (n)
+        free_ids(ids, n);
     redisReply *r = ok ? rp__conn_get_reply(&node->fetchc) : NULL;
     if (!r) {
         rp__conn_drop(&node->fetchc);
         rp__sleep_ms(50);
         return;
     }
+    if (busy && !n && entries_in(r) == 0)
+        *busy_ms = *busy_ms * 2 < BLOCK_IDLE_MS ? *busy_ms * 2 : BLOCK_IDLE_MS;
     handle_read(node, r);
     freeReplyObject(r);
 }
@@ -555,9 +605,9 @@ static void fetch_once(rp_cluster_node *node, unsigned slots)
 void *rp__fetch_main(void *arg)
 {
     rp_cluster_node *node = arg;
-    unsigned slots;
+    unsigned slots, busy_ms = BLOCK_BUSY_MIN_MS;
     while ((slots = wait_slots(node)) > 0)
-        fetch_once(node, slots);
+        fetch_once(node, slots, &busy_ms);
     if (rp__conn_ensure(&node->fetchc) == 0)
         rp__flush_acks(node, &node->fetchc);
     return NULL;

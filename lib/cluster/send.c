@@ -9,7 +9,7 @@
  * (RP_ENOROUTEE), so a send can never create an inbox nobody reads.  That
  * costs Redis no more than a plain XADD (a script per send cost 2.7 us of
  * Redis CPU per job more, docs/cluster.md).  A batch pipelines its XADDs
- * (one round trip).  A transport failure is RP_EUNAVAILABLE at once: the connection
+ * (one round trip), written in RESP into one buffer (resp.h).  A transport failure is RP_EUNAVAILABLE at once: the connection
  * reconnects on a later call, after its backoff, so a caller is never
  * held up by a Redis that is down.
  *
@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "impl.h"
+#include "resp.h"
 
 /* KEYS: target stream, nodes, source inbox.  ARGV: target id ("" for the
  * dead-letter stream: no membership check: a member's inbox exists), source stream id, then
@@ -152,17 +153,30 @@ static void pair(wire *w, const char *name, const void *v, size_t len)
     w->n++;
 }
 
-static void build_wire(rp_cluster_node *node, const rp__cluster_msg *m, wire *w)
+/* "<node id>:<seq>" into out (room for RP_CLUSTER_ID_MAX + 24); its length. */
+static size_t next_job_id(rp_cluster_node *node, char *out)
 {
     uint64_t seq = atomic_fetch_add_explicit(&node->seq, 1, memory_order_relaxed) + 1;
+    size_t n = strlen(node->id);
+    memcpy(out, node->id, n);
+    out[n++] = ':';
+    n += rp__u64_digits(out + n, seq);
+    out[n] = '\0';
+    return n;
+}
+
+/* The fields of a message: id, h, p and k when keyed.  The origin node is
+ * the id's prefix: no field of its own (an "o" on an entry, as older
+ * senders wrote, is still accepted). */
+static void build_wire(rp_cluster_node *node, const rp__cluster_msg *m, wire *w)
+{
     w->n = 0;
-    snprintf(w->id, sizeof w->id, "%s:%llu", node->id, (unsigned long long)seq);
-    pair(w, "id", w->id, strlen(w->id));
+    size_t idl = next_job_id(node, w->id);
+    pair(w, "id", w->id, idl);
     pair(w, "h", m->handler, strlen(m->handler));
     pair(w, "p", m->payload, m->len);
     if (m->key)
         pair(w, "k", m->key, m->key_len);
-    pair(w, "o", node->id, strlen(node->id));
 }
 
 static int check_msg(const rp_cluster_node *node, const char *fn, const char *target,
@@ -221,20 +235,32 @@ int rp_cluster_tell_node(rp_cluster_node *node, const char *target,
 
 /* ---- pipelined batches ---- */
 
-/* Append one message's XADD. */
-static int append_one(rp_cluster_node *node, const char *target, const rp__cluster_msg *m)
+/* Write one message's XADD <P:inbox:target> NOMKSTREAM * id .. h .. p ..
+ * [k ..] (check_msg() bounded target, handler and key already). */
+static void put_xadd(rp_cluster_node *node, rp__resp *b, const char *target,
+                     const rp__cluster_msg *m)
 {
-    wire w;
-    const char *av[40];
-    size_t al[40];
-    build_wire(node, m, &w);
-    char *inbox = rp__key(node, "inbox", target);
-    if (!inbox)
-        return RP_ENOMEM;
-    int argc = build_argv(inbox, w.f, w.l, w.n, av, al);
-    int rc = rp__conn_append(&node->sendc, argc, av, al);
-    free(inbox);
-    return rc;
+    char key[RP_CLUSTER_PREFIX_MAX + RP_CLUSTER_ID_MAX + 16], id[RP_CLUSTER_ID_MAX + 24];
+    size_t pl = strlen(node->prefix), tl = strlen(target);
+    memcpy(key, node->prefix, pl);
+    memcpy(key + pl, ":inbox:", 7);
+    memcpy(key + pl + 7, target, tl);
+    size_t idl = next_job_id(node, id);
+    rp__resp_cmd(b, m->key ? 12 : 10);
+    rp__resp_arg(b, "XADD", 4);
+    rp__resp_arg(b, key, pl + 7 + tl);
+    rp__resp_arg(b, "NOMKSTREAM", 10);
+    rp__resp_arg(b, "*", 1);
+    rp__resp_arg(b, "id", 2);
+    rp__resp_arg(b, id, idl);
+    rp__resp_arg(b, "h", 1);
+    rp__resp_str(b, m->handler);
+    rp__resp_arg(b, "p", 1);
+    rp__resp_arg(b, m->payload, m->len);
+    if (m->key) {
+        rp__resp_arg(b, "k", 1);
+        rp__resp_arg(b, m->key, m->key_len);
+    }
 }
 
 /* Read the n replies; the first failure's code is returned. */
@@ -273,15 +299,18 @@ int rp__cluster_send_batch(rp_cluster_node *node, const char *fn,
         if (rc < 0)
             return rc;
     }
+    /* The whole batch in one buffer, queued at once: a failure leaves
+     * nothing half-written on the connection. */
+    rp__resp b;
+    rp__resp_init(&b);
+    for (size_t i = 0; i < n; i++)
+        put_xadd(node, &b, targets[i], &msgs[i]);
     pthread_mutex_lock(&node->send_lock);
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = append_one(node, targets[i], &msgs[i]);
+    int rc = rp__resp_send(&node->sendc, &b);
     if (rc == 0)
         rc = read_batch(node, n, sent);
-    else
-        rp__conn_drop(&node->sendc);
     pthread_mutex_unlock(&node->send_lock);
+    rp__resp_free(&b);
     return report_send(node, fn, "(batch)", rc);
 }
 

@@ -458,7 +458,10 @@ int rp_least_used_remove(rp_least_used *lu, const char *member);
  *         key was not created), RP_EINVAL (bad argument; or Redis refused,
  *         or answered with a member that is not a valid member - its count
  *         was raised), RP_EUNAVAILABLE (Redis unreachable; whether the
- *         script ran is unknown).
+ *         script ran is unknown).  The set's connection reconnects as a
+ *         node's do: while Redis is down calls fail at once during the
+ *         backoff (50 ms doubling to 1 s), and every reconnect re-applies
+ *         the timeout and AUTH and PINGs before use.
  * Thread-safe.
  */
 int rp_least_used_acquire(rp_least_used *lu, char *member, size_t cap);

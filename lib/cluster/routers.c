@@ -531,7 +531,8 @@ static int open_least_used(rp_cluster_router *r, const rp_cluster_router_options
     snprintf(key, sizeof key, "%s:lu:%s", rp__cluster_node_prefix(r->node),
              o->least_used_name ? o->least_used_name : o->name);
     r->lu_sync = o->least_used_sync;
-    return rp__least_used_open(&r->lu, &r->conn, key, o->least_used_readd, F);
+    return rp__least_used_open(&r->lu, rp__cluster_node_settings(r->node), key,
+                               o->least_used_readd, F);
 }
 
 static int router_init(rp_cluster_router *r, rp_cluster_node *node,
@@ -555,8 +556,9 @@ static int router_init(rp_cluster_router *r, rp_cluster_node *node,
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&r->cv, &ca);
     pthread_condattr_destroy(&ca);
-    if ((rc = rp__rconn_init_settings(&r->conn, rp__cluster_node_settings(node))) < 0)
-        return rc;
+    /* The node's address, credentials and timeouts (the node outlives the
+     * router), on a connection of the router's own. */
+    rp__conn_init(&r->conn, rp__cluster_node_settings(node), NULL);
     if ((rc = rp__ckind_init(r, o, F)) < 0)
         return rc;
     if ((rc = snap_build(r, NULL, 0, &r->cur)) < 0)
@@ -617,7 +619,7 @@ void rp_cluster_router_destroy(rp_cluster_router *r)
         rp__csnap_put(r, r->cur);
     rp_least_used_destroy(r->lu);
     free(r->weights);
-    rp__rconn_close(&r->conn);
+    rp__conn_close(&r->conn);
     rp__depth_cache_fini(&r->cache);
     pthread_cond_destroy(&r->cv);
     pthread_mutex_destroy(&r->mu);

@@ -26,7 +26,6 @@
 #include "depth.h"
 #include "node.h"
 #include "rendezvous.h"
-#include "routers_conn.h"
 #include "routepool/router.h"
 #include "routepool/scatter.h"
 
@@ -81,7 +80,7 @@ struct rp_cluster_router {
     char depth_key[RP_CLUSTER_PREFIX_MAX + 8];
 
     pthread_mutex_t refresh_mu; /* one refresh at a time (conn, lu sync) */
-    rp__rconn conn;
+    rp__conn conn;              /* the refresh connection (conn.c) */
     rp__depth_cache cache;
     rp_least_used *lu;          /* LEAST_USED only */
     bool lu_sync;

@@ -84,6 +84,14 @@ static rp_cluster_node *restart_mid_run(h_node *n, rp_pool **pool, rp_cluster_no
         cr_assert_eq(send_i(c, i), 0, "%s", rp_errmsg());
         acc.ok[i] = 1;
     }
+    /* A least-used router: its refresh connection and its set's connection
+     * must come back too. */
+    rp_cluster_router_options ro;
+    rp_cluster_router *lr;
+    rp_cluster_router_options_init(&ro);
+    ro.kind = RP_CLUSTER_ROUTER_LEAST_USED;
+    cr_assert_eq(rp_cluster_router_create(&lr, c, &ro), 0, "%s", rp_errmsg());
+    cr_assert_eq(rp_cluster_tell(lr, "record", "900100", 6), 0, "%s", rp_errmsg());
     h_redis_kill(&redis);
     long long worst = 0;
     for (int i = N1; i < N1 + NDOWN; i++) {
@@ -115,6 +123,14 @@ static rp_cluster_node *restart_mid_run(h_node *n, rp_pool **pool, rp_cluster_no
         acc.ok[i] = 1;
     }
     cr_assert(h_wait(accepted_all_ran, &acc, 60000), "every accepted job completes");
+    t0 = h_now_ms();
+    while (rp_cluster_router_refresh(lr) != 0 || rp_cluster_router_size(lr) != 3 ||
+           rp_cluster_tell(lr, "record", "900101", 6) != 0) {
+        cr_assert(h_now_ms() - t0 < 5000, "the router did not recover within 5 s: %s",
+                  rp_errmsg());
+        h_sleep_ms(20);
+    }
+    rp_cluster_router_destroy(lr);
     rp_cluster_stats s;
     rp_cluster_node_stats(c, &s);
     cr_assert(s.reconnects >= 1);

@@ -458,7 +458,10 @@ int rp_least_used_remove(rp_least_used *lu, const char *member);
  *         key was not created), RP_EINVAL (bad argument; or Redis refused,
  *         or answered with a member that is not a valid member - its count
  *         was raised), RP_EUNAVAILABLE (Redis unreachable; whether the
- *         script ran is unknown).
+ *         script ran is unknown).  The set's connection reconnects as a
+ *         node's do: while Redis is down calls fail at once during the
+ *         backoff (50 ms doubling to 1 s), and every reconnect re-applies
+ *         the timeout and AUTH and PINGs before use.
  * Thread-safe.
  */
 int rp_least_used_acquire(rp_least_used *lu, char *member, size_t cap);
@@ -473,9 +476,10 @@ void rp_least_used_destroy(rp_least_used *lu);
  * (rp_router_create_group) over foreign routees, one per live node, whose
  * send callback adds the job to that node's inbox and whose depth callback
  * reads the node's cached depth report, so rp_strategy_pick() routes nodes
- * with the core's strategies unchanged (round-robin, random, broadcast);
- * smallest-mailbox, consistent hashing and least-used are custom
- * strategies (rp_strategy_custom) over the same routees.
+ * with the core's strategies unchanged (round-robin, random, broadcast,
+ * weighted); smallest-mailbox, consistent hashing, least-used and the
+ * user's pick (CUSTOM) are custom strategies (rp_strategy_custom) over the
+ * same routees.
  *
  * Membership and depth.  Each router reads every node's report ("<prefix>
  * :depth": depth and server time) in one round trip (TIME + HGETALL,
@@ -506,6 +510,23 @@ void rp_least_used_destroy(rp_least_used *lu);
  * to round-robin.  The scan is the local one: rotating start, strict <,
  * stop at 0.  Depths can be one refresh old: a node may be chosen just as
  * it filled up; the next refresh corrects it.
+ *
+ * Weighted and custom.  WEIGHTED gives each snapshot of live nodes the
+ * core's weighted strategy, with one weight per live node: the node's
+ * entry in opts.weights, else opts.default_weight (so a node that joins
+ * later weighs the default until a router created with its id in the list
+ * sees it).  The share is exact per router: with one sender and stable
+ * membership, node i gets exactly weight(i) of every W = sum-of-weights
+ * consecutive jobs, so N jobs (N a multiple of W) give exactly
+ * N * weight(i) / W each; otherwise each node is within weight(i) of its
+ * share.  Several senders share the router's message index, so the counts
+ * over all of them stay exact.  A dead node is not in the snapshot (it
+ * goes at the first refresh after its report is member_timeout_ms old);
+ * until then a send that finds it gone stops its routee and its slots go to
+ * the next live node by id, so the ratio among the others is bent only
+ * until that refresh.  When every live node weighs 0 the call fails with
+ * RP_ENOROUTEE and nothing is sent.  CUSTOM hands the choice to the
+ * user's rp_cluster_pick_fn over the live nodes' ids (see there).
  */
 
 /** A cluster router.  Opaque. */
@@ -527,8 +548,72 @@ typedef enum rp_cluster_router_kind {
     RP_CLUSTER_ROUTER_CONSISTENT_HASH,
     /** The node with the fewest allocations in the least-used set
      *  "<prefix>:lu:<least_used_name>" (rp_least_used_acquire()). */
-    RP_CLUSTER_ROUTER_LEAST_USED
+    RP_CLUSTER_ROUTER_LEAST_USED,
+    /** Weighted round-robin (the core's rp_strategy_weighted() over the
+     *  live nodes): node i gets weight(i) of every sum-of-weights
+     *  consecutive jobs, interleaved.  Weights per node id from
+     *  opts.weights; a node not listed there - also one that joins later -
+     *  weighs opts.default_weight.  See "Weighted and custom" above. */
+    RP_CLUSTER_ROUTER_WEIGHTED,
+    /** The user's pick callback (opts.pick) chooses one of the live nodes
+     *  for each job, seeing the job's handler, payload and key.  See
+     *  rp_cluster_pick_fn. */
+    RP_CLUSTER_ROUTER_CUSTOM
 } rp_cluster_router_kind;
+
+/** One node's weight for RP_CLUSTER_ROUTER_WEIGHTED. */
+typedef struct rp_cluster_weight {
+    /** A node id (1..RP_CLUSTER_ID_MAX bytes of [A-Za-z0-9_.:-]); need not
+     *  be live, or ever join. */
+    const char *node_id;
+    /** 0..RP_WEIGHT_MAX; 0: the node is never chosen. */
+    unsigned weight;
+} rp_cluster_weight;
+
+/** What a custom pick sees of one job.  Every pointer is borrowed for the
+ *  pick call only. */
+typedef struct rp_cluster_pick_job {
+    /** The handler name (NUL-terminated). */
+    const char *handler;
+    /** The payload and its length (payload may be NULL when len is 0). */
+    const void *payload;
+    size_t len;
+    /** The key (rp_cluster_tell_key) and its length, or NULL and 0. */
+    const void *key;
+    size_t key_len;
+    /** Rises by one per job routed by the router's current node list (it
+     *  restarts at 0 when membership changes, as for round-robin). */
+    uint64_t message_index;
+} rp_cluster_pick_job;
+
+/**
+ * A custom cluster router's choice of node (RP_CLUSTER_ROUTER_CUSTOM).
+ *
+ * @param job    the job being routed (borrowed for the call).
+ * @param nodes  the ids of the live nodes, sorted, n of them (n >= 1;
+ *               borrowed for the call).  A node found gone since the last
+ *               refresh is not among them.
+ * @param n      number of nodes.
+ * @param user   opts.pick_user.
+ * @return the index in nodes[] of the node that gets the job (0..n-1).  A
+ *         negative return refuses the job: the call fails with
+ *         RP_ENOROUTEE and nothing is sent.  A return >= n is a bug in the
+ *         callback: the call fails with RP_EINVAL ("... the pick callback
+ *         returned 5, not a node index 0..1") and nothing is sent; it never
+ *         crashes the router.
+ *
+ * Called synchronously in the thread that calls rp_cluster_tell(),
+ * _tell_key(), _tell_batch() (once per job, in order) or rp_cluster_ask(),
+ * concurrently from every such thread, with no library lock held: it must
+ * be thread-safe.  It may be called again for the same job when the node it
+ * chose turned out to have left (the job is then routed among the others).
+ * It may call any routepool function, including routing through this or
+ * another router, but must not destroy this router.  Broadcasts and
+ * scatters (rp_cluster_broadcast(), rp_cluster_scatter()) reach every live
+ * node and do not call it.
+ */
+typedef int (*rp_cluster_pick_fn)(const rp_cluster_pick_job *job, const char *const *nodes,
+                                  size_t n, void *user);
 
 /** A local monotonic clock in milliseconds, for the staleness bound. */
 typedef int64_t (*rp_cluster_clock_fn)(void *user);
@@ -572,6 +657,19 @@ typedef struct rp_cluster_router_options {
     /** rp_cluster_scatter(): deadline of one scatter, ms, positive and
      *  finite.  Default RP_SCATTER_TIMEOUT_MS. */
     double scatter_timeout_ms;
+    /** WEIGHTED: nweights (node id, weight) pairs, copied at creation
+     *  (0..RP_ROUTEES_MAX of them, ids distinct).  Only with WEIGHTED.
+     *  Default NULL, 0. */
+    const rp_cluster_weight *weights;
+    size_t nweights;
+    /** WEIGHTED: the weight of a live node that is not in weights (one that
+     *  joins later included), 0..RP_WEIGHT_MAX.  Default 1. */
+    unsigned default_weight;
+    /** CUSTOM: the pick callback (required with CUSTOM, refused with any
+     *  other kind) and its user pointer (caller-owned; must outlive the
+     *  router).  Default NULL. */
+    rp_cluster_pick_fn pick;
+    void *pick_user;
 } rp_cluster_router_options;
 
 /** Fill opts with the defaults above (opts not NULL). */
@@ -585,7 +683,10 @@ void rp_cluster_router_options_init(rp_cluster_router_options *opts);
  *              the router before rp_cluster_leave()).
  * @param opts  options (borrowed for the call; NULL: defaults).
  * @return 0, RP_EINVAL (a field; rp_errmsg() names it, e.g.
- *         "rp_cluster_router_create: opts.refresh_ms must be >= 1 (got 0)"),
+ *         "rp_cluster_router_create: opts.refresh_ms must be >= 1 (got 0)",
+ *         "... opts.weights[2].weight must be 0..1000000 (got 1000001)",
+ *         "... opts.weights names node \"a\" twice", "... opts.pick is NULL
+ *         ..."),
  *         RP_EUNAVAILABLE (Redis unreachable, or the least-used set could
  *         not be opened), RP_ENOMEM, RP_ESYS (thread).
  * Thread-safe.
@@ -613,7 +714,9 @@ bool rp_cluster_router_has(rp_cluster_router *r, const char *id);
  * node.
  * @return 0 once the chosen inbox(es) stored it; RP_ENOROUTEE (no live
  *         node; least-used: the set is empty or named a node that is not
- *         live - nothing was sent), RP_EINVAL (NULL/bad argument, payload
+ *         live; weighted: every live node weighs 0; custom: the pick
+ *         refused the job - nothing was sent), RP_EINVAL (NULL/bad
+ *         argument, a custom pick's answer out of range, payload
  *         over the node's max_payload, a CONSISTENT_HASH router: use
  *         rp_cluster_tell_key()), RP_EUNAVAILABLE (Redis unreachable:
  *         nothing stored; broadcast: some copies may have been), RP_ENOMEM.

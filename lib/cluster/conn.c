@@ -10,7 +10,13 @@
  * would lose the timeout and the AUTH, and right after a server kill -9 a
  * connect can succeed against a listener that is going away, which the
  * PING catches.  Callers serialise all use of one rp__conn.
+ *
+ * Every connection of the cluster library is one of these: the node's
+ * (fetch, send, heartbeat, reply), a cluster router's refresh connection
+ * and a least-used set's.  The settings it connects with (address, ACL
+ * user, password, timeouts) are parsed here too, once for all of them.
  */
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +27,95 @@
 #include "util.h"
 
 enum { BACKOFF_MIN_MS = 50, BACKOFF_MAX_MS = 1000 };
+
+/* Longest host (or socket path), user and password accepted. */
+enum { STR_MAX = 255 };
+
+void rp__ignore_sigpipe(void)
+{
+    struct sigaction sa;
+    if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL &&
+        !(sa.sa_flags & SA_SIGINFO)) {
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = SIG_IGN;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGPIPE, &sa, NULL);
+    }
+}
+
+/* "host:port", "[v6]:port", "host" (port 6379), "/path", "unix:/path". */
+int rp__settings_parse_addr(rp__cluster_settings *s, const char *a, const char *func,
+                            const char *pre)
+{
+    if (!a || !*a)
+        return rp_error_set(RP_EINVAL, "%s: %sredis must be host:port or a socket path", func,
+                            pre);
+    if (a[0] == '/' || strncmp(a, "unix:", 5) == 0) {
+        const char *path = a[0] == '/' ? a : a + 5;
+        if (path[0] != '/' || strlen(path) > STR_MAX)
+            return rp_error_set(RP_EINVAL, "%s: %sredis has an empty or over-long socket path",
+                                func, pre);
+        s->unix_path = strdup(path);
+        return s->unix_path ? 0 : RP_ENOMEM;
+    }
+    const char *colon = strrchr(a, ':');
+    int64_t port = 6379;
+    size_t hl = colon ? (size_t)(colon - a) : strlen(a);
+    if (colon && !rp__parse_i64(colon + 1, strlen(colon + 1), 1, 65535, &port))
+        return rp_error_set(RP_EINVAL, "%s: %sredis has an invalid port (1..65535)", func, pre);
+    if (hl >= 2 && a[0] == '[' && a[hl - 1] == ']') /* [::1]:6379 */
+        a++, hl -= 2;
+    if (hl == 0 || hl > STR_MAX)
+        return rp_error_set(RP_EINVAL, "%s: %sredis has an empty or over-long host", func, pre);
+    s->host = strndup(a, hl);
+    s->port = (int)port;
+    return s->host ? 0 : RP_ENOMEM;
+}
+
+static int copy_secret(char **dst, const char *src, const char *func, const char *pre,
+                       const char *field)
+{
+    if (!src || !*src)
+        return 0;
+    if (strlen(src) > STR_MAX)
+        return rp_error_set(RP_EINVAL, "%s: %s%s is longer than %d bytes", func, pre, field,
+                            STR_MAX);
+    *dst = strdup(src);
+    return *dst ? 0 : RP_ENOMEM;
+}
+
+int rp__settings_init(rp__cluster_settings *s, const char *addr, const char *user,
+                      const char *password, int connect_timeout_ms, int command_timeout_ms,
+                      const char *func, const char *pre)
+{
+    int rc;
+
+    memset(s, 0, sizeof *s);
+    if (connect_timeout_ms <= 0)
+        return rp_error_set(RP_EINVAL, "%s: %sconnect_timeout_ms must be > 0 (got %d)", func,
+                            pre, connect_timeout_ms);
+    if (command_timeout_ms <= 0)
+        return rp_error_set(RP_EINVAL, "%s: %scommand_timeout_ms must be > 0 (got %d)", func,
+                            pre, command_timeout_ms);
+    s->connect_timeout_ms = connect_timeout_ms;
+    s->command_timeout_ms = command_timeout_ms;
+    if ((rc = rp__settings_parse_addr(s, addr, func, pre)) < 0 ||
+        (rc = copy_secret(&s->user, user, func, pre, "user")) < 0 ||
+        (rc = copy_secret(&s->password, password, func, pre, "password")) < 0) {
+        rp__settings_free(s);
+        return rc == RP_ENOMEM ? rp_error_set(rc, "%s: out of memory", func) : rc;
+    }
+    return 0;
+}
+
+void rp__settings_free(rp__cluster_settings *s)
+{
+    free(s->host);
+    free(s->unix_path);
+    free(s->user);
+    free(s->password);
+    memset(s, 0, sizeof *s);
+}
 
 void rp__conn_init(rp__conn *k, const rp__cluster_settings *s,
                    _Atomic uint64_t *reconnects)
@@ -42,16 +137,15 @@ static void set_err(rp__conn *k, const char *what, const char *detail)
     snprintf(k->err, sizeof k->err, "%s: %s", what, detail ? detail : "?");
 }
 
-/* AUTH (when a password is set) then PING; 0 or -1 with k->err set. */
+/* AUTH (when a password is set; argv form: the secrets never pass through
+ * a format string) then PING; 0 or -1 with k->err set. */
 static int handshake(rp__conn *k)
 {
     const rp__cluster_settings *s = k->s;
     redisReply *r;
     if (s->password) {
-        if (s->user)
-            r = redisCommand(k->c, "AUTH %s %s", s->user, s->password);
-        else
-            r = redisCommand(k->c, "AUTH %s", s->password);
+        const char *av[3] = {"AUTH", s->user ? s->user : s->password, s->password};
+        r = redisCommandArgv(k->c, s->user ? 3 : 2, av, NULL);
         if (!r || r->type == REDIS_REPLY_ERROR) {
             set_err(k, "AUTH refused", r ? r->str : k->c->errstr);
             if (r)
@@ -60,7 +154,7 @@ static int handshake(rp__conn *k)
         }
         freeReplyObject(r);
     }
-    r = redisCommand(k->c, "PING");
+    r = redisCommandArgv(k->c, 1, (const char *[]){"PING"}, NULL);
     if (!r || r->type != REDIS_REPLY_STATUS) {
         set_err(k, "PING failed", r && r->type == REDIS_REPLY_ERROR ? r->str
                                   : k->c->errstr);

@@ -16,7 +16,6 @@
 #include "depth.h"
 #include "routepool/pool.h"
 #include "routepool/strategy.h"
-#include "routers_conn.h"
 
 int rp__depth_validate(int refresh_ms, int staleness_ms, const char *func)
 {
@@ -302,19 +301,17 @@ int rp__depth_parse(const redisReply *time_reply, const redisReply *hash_reply,
 }
 
 /* Send TIME and HGETALL key in one write; read both replies. */
-static int round_trip(struct rp__rconn *conn, const char *key, redisReply **t, redisReply **h)
+static int round_trip(rp__conn *conn, const char *key, redisReply **t, redisReply **h)
 {
     const char *hv[2] = {"HGETALL", key};
+    const size_t hl[2] = {7, strlen(key)};
 
     *t = *h = NULL;
-    if (rp__rconn_ensure(conn) < 0)
-        return RP_EUNAVAILABLE;
-    if (redisAppendCommandArgv(conn->c, 1, (const char *[]){"TIME"}, NULL) != REDIS_OK ||
-        redisAppendCommandArgv(conn->c, 2, hv, NULL) != REDIS_OK ||
-        redisGetReply(conn->c, (void **)t) != REDIS_OK ||
-        redisGetReply(conn->c, (void **)h) != REDIS_OK) {
-        snprintf(conn->err, sizeof conn->err, "%.120s", conn->c->errstr);
-        rp__rconn_close(conn);
+    if (rp__conn_append(conn, 1, (const char *[]){"TIME"}, (const size_t[]){4}) < 0 ||
+        rp__conn_append(conn, 2, hv, hl) < 0 || !(*t = rp__conn_get_reply(conn)) ||
+        !(*h = rp__conn_get_reply(conn))) {
+        /* A failed append leaves a half-written pipeline: start afresh. */
+        rp__conn_drop(conn);
         freeReplyObject(*t);
         *t = NULL;
         return RP_EUNAVAILABLE;
@@ -322,7 +319,7 @@ static int round_trip(struct rp__rconn *conn, const char *key, redisReply **t, r
     return 0;
 }
 
-int rp__depth_refresh(rp__depth_cache *c, struct rp__rconn *conn, const char *key)
+int rp__depth_refresh(rp__depth_cache *c, rp__conn *conn, const char *key)
 {
     redisReply *t, *h;
     rp__depth_entry *e = NULL;

@@ -27,9 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "node.h"
 #include "routepool/cluster.h"
-
-struct rp__rconn;
 
 /** Defaults of rp_cluster_router_options.refresh_ms / staleness_ms. */
 #define RP__DEPTH_REFRESH_DEFAULT_MS 200
@@ -134,6 +133,6 @@ int rp__depth_parse(const redisReply *time_reply, const redisReply *hash_reply,
 /** One refresh: TIME + HGETALL key pipelined on conn, parsed, applied.
  *  @return 0, RP_EUNAVAILABLE (conn->err says why), RP_EINVAL, RP_ENOMEM.
  *  Not thread-safe on conn (the caller owns it). */
-int rp__depth_refresh(rp__depth_cache *c, struct rp__rconn *conn, const char *key);
+int rp__depth_refresh(rp__depth_cache *c, rp__conn *conn, const char *key);
 
 #endif /* RP_CLUSTER_DEPTH_H */

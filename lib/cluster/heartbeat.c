@@ -12,7 +12,10 @@
  *
  * A member whose report is missing or older than dead_after_ms is dead.  A
  * survivor takes "<prefix>:recover:<id>" (a short lock, so one survivor
- * works on one dead node at a time) and moves a bounded number of its
+ * works on one dead node at a time; refused while the node holds its
+ * lease, so a view of the reports read before the node (re)joined - or
+ * between its report and its membership, which are read by two commands -
+ * never moves a live node's entries) and moves a bounded number of its
  * entries per tick (recover.c), so the tick - and so our own report - stays
  * timely.  When the dead node's inbox is empty and its lease gone, one
  * script removes its inbox, report and membership atomically: a sender's
@@ -51,8 +54,12 @@ static const char CLEANUP_LUA[] =
     "redis.call('DEL', KEYS[5])\n"
     "return 1\n";
 
-/* KEYS: recover lock.  ARGV: our id, px.  1 when the lock is ours. */
+/* KEYS: recover lock, the dead node's lease.  ARGV: our id, px.  1 when
+ * the lock is ours; 0 when another survivor holds it, or when the node
+ * holds its lease: it is alive (it just joined, or rejoined under its id,
+ * after our view of the reports was read), so nothing of its is moved. */
 static const char LOCK_LUA[] =
+    "if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end\n"
     "local v = redis.call('GET', KEYS[1])\n"
     "if v and v ~= ARGV[1] then return 0 end\n"
     "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
@@ -226,8 +233,8 @@ static void recover_one(rp_cluster_node *node, const char *dead)
     if (!lock || !inbox || !lease)
         goto out;
     snprintf(px, sizeof px, "%d", node->heartbeat_ms * 10);
-    const char *lav[] = {lock, node->id, px};
-    if (run_script(node, &node->lock_script, 1, 3, lav) != 1)
+    const char *lav[] = {lock, lease, node->id, px};
+    if (run_script(node, &node->lock_script, 2, 4, lav) != 1)
         goto out;
     /* A bounded share per tick: our own report must stay timely. */
     int moved = rp__recover(node, &node->hbc, dead, dead, RECOVER_BUDGET, true);

@@ -153,7 +153,6 @@ struct rp_cluster_node {
 
 /* node.c */
 int rp__check_options(const rp_cluster_options *o);
-int rp__parse_addr(rp__cluster_settings *s, const char *addr);
 void rp__default_id(char *id, size_t cap);
 void rp__node_logf(const rp_cluster_node *node, int level, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -18,23 +18,11 @@
  * the member set: the next node to join recovers them.
  */
 #include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "impl.h"
-
-static void ignore_sigpipe(void)
-{
-    struct sigaction sa;
-    if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL) {
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = SIG_IGN;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGPIPE, &sa, NULL);
-    }
-}
 
 static void make_token(char *tok, size_t cap)
 {
@@ -48,14 +36,6 @@ static void make_token(char *tok, size_t cap)
         close(fd);
     for (size_t i = 0; i < sizeof b && 2 * i + 2 < cap; i++)
         snprintf(tok + 2 * i, 3, "%02x", b[i]);
-}
-
-static void free_settings(rp__cluster_settings *s)
-{
-    free(s->host);
-    free(s->unix_path);
-    free(s->user);
-    free(s->password);
 }
 
 static void node_free(rp_cluster_node *node)
@@ -80,7 +60,7 @@ static void node_free(rp_cluster_node *node)
     free(node->k_reply);
     free(node->k_dead);
     free(node->prefix);
-    free_settings(&node->set);
+    rp__settings_free(&node->set);
     rp_router_destroy(node->keyed); /* routers go before their pools */
     if (node->own_pool)
         rp_pool_destroy(node->own_pool);
@@ -132,7 +112,7 @@ static int copy_opts(rp_cluster_node *node, const rp_cluster_options *o)
     else
         rp__default_id(node->id, sizeof node->id);
     make_token(node->token, sizeof node->token);
-    int rc = rp__parse_addr(&node->set, o->redis);
+    int rc = rp__settings_parse_addr(&node->set, o->redis, "rp_cluster_join", "opts.");
     if (rc < 0)
         return rc;
     node->prefix = strdup(o->prefix);
@@ -259,7 +239,7 @@ int rp_cluster_join(rp_cluster_node **out, rp_pool *pool, const rp_cluster_optio
     int rc = rp__check_options(opts);
     if (rc < 0)
         return rc;
-    ignore_sigpipe();
+    rp__ignore_sigpipe();
     rp_cluster_node *node = calloc(1, sizeof *node);
     if (!node)
         return rp_error_set(RP_ENOMEM, "rp_cluster_join: out of memory");

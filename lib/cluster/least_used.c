@@ -18,9 +18,10 @@
  * answered by an option.
  *
  * Scripts are run with EVALSHA after SCRIPT LOAD; a NOSCRIPT error (script
- * cache emptied by a restart, failover or SCRIPT FLUSH) falls back to EVAL,
- * which also re-caches the script.  One connection per set, used under the
- * set's lock (a hiredis context is not thread-safe); no user code runs
+ * cache emptied by a restart, failover or SCRIPT FLUSH) falls back to EVAL
+ * (rp__conn_eval, conn.c).  One connection per set (an rp__conn: reconnect
+ * with backoff, timeout, AUTH and PING after every reconnect), used under
+ * the set's lock (a hiredis context is not thread-safe); no user code runs
  * under it.
  */
 #include <inttypes.h>
@@ -30,7 +31,6 @@
 #include <string.h>
 
 #include "least_used.h"
-#include "routers_conn.h"
 #include "routepool/cluster.h"
 
 /* The seed's script, verbatim: the set's key is the only key argument. */
@@ -73,18 +73,17 @@ static const char remove_lua[] =
 
 enum { S_ACQUIRE, S_ADD, S_REMOVE, S_COUNT };
 
-static const char *const scripts[S_COUNT] = {acquire_lua, add_lua, remove_lua};
-
 /* Largest start count: scores are doubles, exact up to 2^53. */
 #define START_MAX (UINT64_C(1) << 53)
 
 struct rp_least_used {
-    pthread_mutex_t mu; /* guards conn and sha */
-    rp__rconn conn;
+    pthread_mutex_t mu;        /* guards conn and scripts */
+    rp__conn conn;
+    rp__cluster_settings own;  /* rp_least_used_create()'s settings (conn.s) */
     rp_least_used_readd readd;
     char key[RP_LEAST_USED_KEY_MAX + 1];
     char removed_key[RP_LEAST_USED_KEY_MAX + sizeof ":removed"];
-    char sha[S_COUNT][41]; /* "" until SCRIPT LOAD answered */
+    rp__script scripts[S_COUNT];
 };
 
 void rp_least_used_options_init(rp_least_used_options *opts)
@@ -98,51 +97,13 @@ void rp_least_used_options_init(rp_least_used_options *opts)
     opts->readd = RP_LEAST_USED_READD_MIN;
 }
 
-/* SCRIPT LOAD once; the digest never changes, so it is kept across
- * reconnects.  0, or -1 (the caller then uses EVAL). */
-static int load_script(rp_least_used *lu, int which)
-{
-    const char *argv[3] = {"SCRIPT", "LOAD", scripts[which]};
-    redisReply *r = rp__rconn_argv(&lu->conn, 3, argv, NULL);
-    int rc = -1;
-
-    if (r && r->type == REDIS_REPLY_STRING && r->len == 40) {
-        memcpy(lu->sha[which], r->str, 40);
-        lu->sha[which][40] = '\0';
-        rc = 0;
-    }
-    freeReplyObject(r);
-    return rc;
-}
-
-static bool is_noscript(const redisReply *r)
-{
-    return r && r->type == REDIS_REPLY_ERROR && r->len >= 8 && !memcmp(r->str, "NOSCRIPT", 8);
-}
-
-/* EVALSHA the script with argv[3..] (2 + nkeys + nargs slots are filled
- * here); NOSCRIPT (or no digest yet) -> EVAL.  NULL when the connection
- * failed.  Caller holds lu->mu and frees the reply. */
+/* The script with keys and args (argv, lens: argc of them), EVALSHA
+ * falling back to EVAL.  NULL when Redis is unavailable.  Caller holds
+ * lu->mu and frees the reply. */
 static redisReply *run_script(rp_least_used *lu, int which, int nkeys, int argc,
-                              const char **argv, size_t *lens)
+                              const char **argv, const size_t *lens)
 {
-    char nk[8];
-    redisReply *r = NULL;
-
-    snprintf(nk, sizeof nk, "%d", nkeys);
-    argv[2] = nk;
-    lens[2] = strlen(nk);
-    if (lu->sha[which][0] || load_script(lu, which) == 0) {
-        argv[0] = "EVALSHA", lens[0] = 7;
-        argv[1] = lu->sha[which], lens[1] = 40;
-        r = rp__rconn_argv(&lu->conn, argc, argv, lens);
-        if (!is_noscript(r))
-            return r;
-        freeReplyObject(r);
-    }
-    argv[0] = "EVAL", lens[0] = 4;
-    argv[1] = scripts[which], lens[1] = strlen(scripts[which]);
-    return rp__rconn_argv(&lu->conn, argc, argv, lens);
+    return rp__conn_eval(&lu->conn, &lu->scripts[which], nkeys, argc, argv, lens);
 }
 
 /* A reply that is NULL (connection lost) or an error: the call's code,
@@ -178,22 +139,29 @@ static int check_options(const rp_least_used_options *o)
     return 0;
 }
 
-/* Open lu over an initialised (unconnected) connection: connect and PING,
- * so a wrong address or password fails here rather than at first use. */
-static int open_lu(rp_least_used **out, const rp__rconn *conn, const char *key,
-                   rp_least_used_readd readd, const char *func)
+static void lu_free(rp_least_used *lu)
 {
-    rp_least_used *lu;
+    rp__conn_close(&lu->conn);
+    rp__settings_free(&lu->own);
+    free(lu);
+}
+
+/* Open lu (its settings in place: s, or lu->own when s is NULL): connect
+ * and PING, so a wrong address or password fails here rather than at
+ * first use.  Frees lu on failure. */
+static int open_lu(rp_least_used **out, rp_least_used *lu, const rp__cluster_settings *s,
+                   const char *key, rp_least_used_readd readd, const char *func)
+{
+    static const char *const bodies[S_COUNT] = {acquire_lua, add_lua, remove_lua};
     int rc;
 
-    if (!(lu = calloc(1, sizeof *lu)))
-        return rp_error_set(RP_ENOMEM, "%s: out of memory", func);
-    lu->conn = *conn;
-    lu->conn.c = NULL;
+    rp__conn_init(&lu->conn, s ? s : &lu->own, NULL);
+    for (int i = 0; i < S_COUNT; i++)
+        lu->scripts[i].body = bodies[i];
     lu->readd = readd;
     if ((rc = copy_key(lu, key, func)) < 0)
         goto fail;
-    if ((rc = rp__rconn_ensure(&lu->conn)) < 0) {
+    if ((rc = rp__conn_ensure(&lu->conn)) < 0) {
         rc = rp_error_set(rc, "%s: redis unavailable: %s", func, lu->conn.err);
         goto fail;
     }
@@ -201,23 +169,26 @@ static int open_lu(rp_least_used **out, const rp__rconn *conn, const char *key,
     *out = lu;
     return 0;
 fail:
-    rp__rconn_close(&lu->conn);
-    free(lu);
+    lu_free(lu);
     return rc;
 }
 
-int rp__least_used_open(rp_least_used **out, const rp__rconn *conn, const char *key,
+int rp__least_used_open(rp_least_used **out, const rp__cluster_settings *s, const char *key,
                         rp_least_used_readd readd, const char *func)
 {
+    rp_least_used *lu = calloc(1, sizeof *lu);
+
     *out = NULL;
-    return open_lu(out, conn, key, readd, func);
+    if (!lu)
+        return rp_error_set(RP_ENOMEM, "%s: out of memory", func);
+    return open_lu(out, lu, s, key, readd, func);
 }
 
 int rp_least_used_create(rp_least_used **out, const rp_least_used_options *opts,
                          const char *key)
 {
     rp_least_used_options defaults;
-    rp__rconn conn;
+    rp_least_used *lu;
     int rc;
 
     if (!out)
@@ -227,12 +198,18 @@ int rp_least_used_create(rp_least_used **out, const rp_least_used_options *opts,
         rp_least_used_options_init(&defaults);
         opts = &defaults;
     }
-    if ((rc = check_options(opts)) < 0 ||
-        (rc = rp__rconn_init(&conn, opts->redis, opts->user, opts->password,
-                             opts->connect_timeout_ms, opts->command_timeout_ms,
-                             "rp_least_used_create", "opts.")) < 0)
+    if ((rc = check_options(opts)) < 0)
         return rc;
-    return open_lu(out, &conn, key, opts->readd, "rp_least_used_create");
+    if (!(lu = calloc(1, sizeof *lu)))
+        return rp_error_set(RP_ENOMEM, "rp_least_used_create: out of memory");
+    if ((rc = rp__settings_init(&lu->own, opts->redis, opts->user, opts->password,
+                                opts->connect_timeout_ms, opts->command_timeout_ms,
+                                "rp_least_used_create", "opts.")) < 0) {
+        free(lu);
+        return rc;
+    }
+    rp__ignore_sigpipe();
+    return open_lu(out, lu, NULL, key, opts->readd, "rp_least_used_create");
 }
 
 /* Members: non-empty C strings of at most RP_LEAST_USED_MEMBER_MAX bytes. */
@@ -251,8 +228,8 @@ static int check_member(const char *member, const char *func)
 static int add_member(rp_least_used *lu, const char *member, uint64_t start_count,
                       bool new_at_min, const char *func)
 {
-    const char *argv[9];
-    size_t lens[9];
+    const char *argv[6];
+    size_t lens[6];
     char start[24];
     redisReply *r;
     int rc;
@@ -265,14 +242,14 @@ static int add_member(rp_least_used *lu, const char *member, uint64_t start_coun
         return rp_error_set(RP_EINVAL, "%s: start_count must be <= 2^53 (got %" PRIu64 ")", func,
                             start_count);
     snprintf(start, sizeof start, "%" PRIu64, start_count);
-    argv[3] = lu->key, lens[3] = strlen(lu->key);
-    argv[4] = lu->removed_key, lens[4] = strlen(lu->removed_key);
-    argv[5] = member, lens[5] = strlen(member);
-    argv[6] = start, lens[6] = strlen(start);
-    argv[7] = lu->readd == RP_LEAST_USED_READD_KEEP ? "keep" : "min", lens[7] = strlen(argv[7]);
-    argv[8] = new_at_min ? "1" : "0", lens[8] = 1;
+    argv[0] = lu->key, lens[0] = strlen(lu->key);
+    argv[1] = lu->removed_key, lens[1] = strlen(lu->removed_key);
+    argv[2] = member, lens[2] = strlen(member);
+    argv[3] = start, lens[3] = strlen(start);
+    argv[4] = lu->readd == RP_LEAST_USED_READD_KEEP ? "keep" : "min", lens[4] = strlen(argv[4]);
+    argv[5] = new_at_min ? "1" : "0", lens[5] = 1;
     pthread_mutex_lock(&lu->mu);
-    r = run_script(lu, S_ADD, 2, 9, argv, lens);
+    r = run_script(lu, S_ADD, 2, 6, argv, lens);
     rc = reply_error(lu, r, func);
     pthread_mutex_unlock(&lu->mu);
     freeReplyObject(r);
@@ -291,8 +268,8 @@ int rp__least_used_add_at_min(rp_least_used *lu, const char *member, const char 
 
 int rp_least_used_remove(rp_least_used *lu, const char *member)
 {
-    const char *argv[6];
-    size_t lens[6];
+    const char *argv[3];
+    size_t lens[3];
     redisReply *r;
     int rc;
 
@@ -300,11 +277,11 @@ int rp_least_used_remove(rp_least_used *lu, const char *member)
         return rp_error_set(RP_EINVAL, "rp_least_used_remove: lu is NULL");
     if ((rc = check_member(member, "rp_least_used_remove")) < 0)
         return rc;
-    argv[3] = lu->key, lens[3] = strlen(lu->key);
-    argv[4] = lu->removed_key, lens[4] = strlen(lu->removed_key);
-    argv[5] = member, lens[5] = strlen(member);
+    argv[0] = lu->key, lens[0] = strlen(lu->key);
+    argv[1] = lu->removed_key, lens[1] = strlen(lu->removed_key);
+    argv[2] = member, lens[2] = strlen(member);
     pthread_mutex_lock(&lu->mu);
-    r = run_script(lu, S_REMOVE, 2, 6, argv, lens);
+    r = run_script(lu, S_REMOVE, 2, 3, argv, lens);
     rc = reply_error(lu, r, "rp_least_used_remove");
     pthread_mutex_unlock(&lu->mu);
     freeReplyObject(r);
@@ -328,8 +305,8 @@ static int take_member(const redisReply *r, char *member, const char *func)
 
 int rp_least_used_acquire(rp_least_used *lu, char *member, size_t cap)
 {
-    const char *argv[4];
-    size_t lens[4];
+    const char *argv[1];
+    size_t lens[1];
     redisReply *r;
     int rc;
 
@@ -339,9 +316,9 @@ int rp_least_used_acquire(rp_least_used *lu, char *member, size_t cap)
         return rp_error_set(RP_EINVAL, "rp_least_used_acquire: cap must be >= RP_LEAST_USED_MEMBER_MAX + 1 (got %zu)",
                            cap);
     member[0] = '\0';
-    argv[3] = lu->key, lens[3] = strlen(lu->key);
+    argv[0] = lu->key, lens[0] = strlen(lu->key);
     pthread_mutex_lock(&lu->mu);
-    r = run_script(lu, S_ACQUIRE, 1, 4, argv, lens);
+    r = run_script(lu, S_ACQUIRE, 1, 1, argv, lens);
     if ((rc = reply_error(lu, r, "rp_least_used_acquire")) == 0)
         rc = take_member(r, member, "rp_least_used_acquire");
     pthread_mutex_unlock(&lu->mu);
@@ -353,7 +330,6 @@ void rp_least_used_destroy(rp_least_used *lu)
 {
     if (!lu)
         return;
-    rp__rconn_close(&lu->conn);
     pthread_mutex_destroy(&lu->mu);
-    free(lu);
+    lu_free(lu);
 }

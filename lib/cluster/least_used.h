@@ -7,13 +7,13 @@
 #ifndef RP_CLUSTER_LEAST_USED_H
 #define RP_CLUSTER_LEAST_USED_H
 
-#include "routers_conn.h"
+#include "node.h"
 #include "routepool/cluster.h"
 
-/** As rp_least_used_create(), over a copy of conn (initialised, not yet
- *  connected); messages name func.  0, RP_EINVAL, RP_EUNAVAILABLE,
- *  RP_ENOMEM. */
-int rp__least_used_open(rp_least_used **out, const rp__rconn *conn, const char *key,
+/** As rp_least_used_create(), connecting with settings s (borrowed: they
+ *  must outlive the set - a router's node's); messages name func.  0,
+ *  RP_EINVAL, RP_EUNAVAILABLE, RP_ENOMEM. */
+int rp__least_used_open(rp_least_used **out, const rp__cluster_settings *s, const char *key,
                         rp_least_used_readd readd, const char *func);
 
 /** As rp_least_used_add(), but a member new to the set (no removal record)

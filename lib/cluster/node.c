@@ -119,25 +119,6 @@ int rp__check_options(const rp_cluster_options *o)
     return rc < 0 ? rc : check_strings(o);
 }
 
-/* "host:port", "host", "/path", "unix:/path" into s. */
-int rp__parse_addr(rp__cluster_settings *s, const char *a)
-{
-    if (a[0] == '/' || strncmp(a, "unix:", 5) == 0) {
-        s->unix_path = strdup(a[0] == '/' ? a : a + 5);
-        return s->unix_path ? 0 : RP_ENOMEM;
-    }
-    const char *colon = strrchr(a, ':');
-    int64_t port = 6379;
-    size_t hl = colon ? (size_t)(colon - a) : strlen(a);
-    if (colon && !rp__parse_i64(colon + 1, strlen(colon + 1), 1, 65535, &port))
-        return bad("redis", "has an invalid port (1..65535)");
-    if (hl == 0 || hl > 255)
-        return bad("redis", "has an empty or over-long host");
-    s->host = strndup(a, hl);
-    s->port = (int)port;
-    return s->host ? 0 : RP_ENOMEM;
-}
-
 void rp__default_id(char *id, size_t cap)
 {
     char host[64] = "host";

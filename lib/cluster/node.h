@@ -88,6 +88,25 @@ typedef struct rp__cluster_settings {
 /** The node's settings (borrowed). */
 const rp__cluster_settings *rp__cluster_node_settings(const rp_cluster_node *node);
 
+/** Parse a Redis address ("host:port", "[v6]:port", "host" for port 6379,
+ *  "/path" or "unix:/path") into s->host/port or s->unix_path (malloc'd).
+ *  Messages name func and "<pre>redis".  0, RP_EINVAL, RP_ENOMEM. */
+int rp__settings_parse_addr(rp__cluster_settings *s, const char *addr, const char *func,
+                            const char *pre);
+/** Fill s (zeroed first) from an address, an optional ACL user and password
+ *  (NULL or "": none; at most 255 bytes each) and timeouts (> 0); strings
+ *  are copied.  Messages name func and the field ("<pre>redis", ...).
+ *  0, RP_EINVAL, RP_ENOMEM (nothing to free on failure). */
+int rp__settings_init(rp__cluster_settings *s, const char *addr, const char *user,
+                      const char *password, int connect_timeout_ms, int command_timeout_ms,
+                      const char *func, const char *pre);
+/** Free s's strings and zero it.  Accepts a zeroed s. */
+void rp__settings_free(rp__cluster_settings *s);
+
+/** Set SIGPIPE to SIG_IGN when its disposition is SIG_DFL (hiredis 0.14
+ *  writes without MSG_NOSIGNAL; a program's own choice is left alone). */
+void rp__ignore_sigpipe(void);
+
 /**
  * One Redis connection with reconnect: not thread-safe (one owner thread,
  * or a lock around every use).  When a command fails at the transport the

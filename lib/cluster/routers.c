@@ -14,11 +14,13 @@
  * send) reaches on_undelivered, which records its reason; nothing of the
  * user's is owned by the core at any point.
  *
- * Strategies: round-robin, random and broadcast are the core's;
- * smallest-mailbox (depth.c), consistent hashing (rendezvous.c) and
- * least-used are custom strategies over the same routees.  A custom
- * strategy that fails for a reason of its own (least-used: Redis down)
- * stores it in the request of the calling thread (tl_req) and chooses no
+ * Strategies: round-robin, random, broadcast and weighted are the core's
+ * (weighted with one weight per node of the snapshot, routers_kinds.c);
+ * smallest-mailbox (depth.c), consistent hashing (rendezvous.c),
+ * least-used and the user's pick (routers_kinds.c) are custom strategies
+ * over the same routees.  A custom strategy that fails for a reason of its
+ * own (least-used: Redis down; a bad answer of the user's pick) stores it
+ * in the request of the calling thread (rp__creq_current()) and chooses no
  * node.
  *
  * Membership: the refresh thread (or rp_cluster_router_refresh()) reads
@@ -43,10 +45,15 @@ static void never_run(rp_job_ctx *ctx, void *arg)
     (void)ctx, (void)arg;
 }
 
-static void req_fail(rp__creq *req, int rc)
+void rp__creq_fail(rp__creq *req, int rc)
 {
     if (req->rc == 0)
         req->rc = rc;
+}
+
+rp__creq *rp__creq_current(void)
+{
+    return tl_req;
 }
 
 /* ---- the foreign routees' callbacks ---- */
@@ -101,7 +108,7 @@ static int node_send(rp_job_fn fn, void *arg, void *user)
         return rc;
     }
     if (rc < 0)
-        req_fail(req, rc);
+        rp__creq_fail(req, rc);
     else
         req->sent++;
     return rc;
@@ -122,7 +129,7 @@ static void undelivered(void *arg, int reason, void *user)
         req->retry = true;
         return;
     }
-    req_fail(req, reason);
+    rp__creq_fail(req, reason);
 }
 
 static void router_log(int level, const char *msg, void *user)
@@ -165,7 +172,7 @@ static int least_used_pick(void *user, rp_route_state *st, rp_routee *const *rou
         return 0;
     if ((rc = rp_least_used_acquire(s->nodes[0].r->lu, member, sizeof member)) < 0) {
         if (tl_req)
-            req_fail(tl_req, rc);
+            rp__creq_fail(tl_req, rc);
         return 0; /* no node: nothing is sent */
     }
     if (!(hit = bsearch(member, s->nodes, n, sizeof *s->nodes, cmp_node))) {
@@ -176,7 +183,7 @@ static int least_used_pick(void *user, rp_route_state *st, rp_routee *const *rou
         rc = rp_error_set(RP_ENOROUTEE, "%s: the least-used set chose \"%s\", which is not a live node",
                           tl_req ? tl_req->fn : "least-used", member);
         if (tl_req)
-            req_fail(tl_req, rc);
+            rp__creq_fail(tl_req, rc);
         return 0;
     }
     out[0] = (size_t)(hit - s->nodes);
@@ -193,6 +200,7 @@ static void snap_free(rp__csnap *s)
     for (size_t i = 0; i < s->n; i++)
         rp_routee_foreign_destroy(s->routees ? s->routees[i] : NULL);
     free(s->routees);
+    free(s->weights);
     free(s->ids);
     free(s->nodes);
     free(s);
@@ -233,6 +241,9 @@ static rp_strategy kind_strategy(rp_cluster_router *r, rp__csnap *s)
         return rp_strategy_custom(rp__rendezvous_strategy, &s->rv);
     case RP_CLUSTER_ROUTER_LEAST_USED:
         return rp_strategy_custom(least_used_pick, s);
+    case RP_CLUSTER_ROUTER_WEIGHTED:
+    case RP_CLUSTER_ROUTER_CUSTOM:
+        return rp__ckind_strategy(r, s);
     default:
         return rp_strategy_round_robin();
     }
@@ -261,6 +272,8 @@ static int snap_build(rp_cluster_router *r, const rp__depth_entry *e, size_t n, 
         cn->routee = s->routees[s->n];
     }
     s->rv = (rp__rendezvous){s->ids, n, r->seed};
+    if ((rc = rp__ckind_snap(r, s)) < 0)
+        goto fail;
     rp_router_options_init(&ro);
     ro.name = r->name;
     ro.strategy = kind_strategy(r, s);
@@ -399,7 +412,7 @@ static void *refresh_main(void *arg)
 
 int rp__croute(rp_cluster_router *r, rp__csnap *s, rp__cjob *job, bool fanout)
 {
-    rp__creq *req = job->req;
+    rp__creq *req = job->req, *outer = tl_req;
     const rp__cluster_msg *m = &req->msgs[0];
     int rc;
 
@@ -416,7 +429,7 @@ int rp__croute(rp_cluster_router *r, rp__csnap *s, rp__cjob *job, bool fanout)
             rc = rp_router_tell_key(s->router, m->key, m->key_len, never_run, job);
         else
             rc = rp_router_tell(s->router, never_run, job);
-        tl_req = NULL;
+        tl_req = outer; /* a custom pick may route through a router itself */
         if (!req->retry || fanout || attempt >= s->n)
             break;
         req->retry = false;
@@ -434,7 +447,8 @@ int rp__croute_batch(rp_cluster_router *r, rp__csnap *s, rp__creq *req, size_t n
 {
     rp__cjob *jobs = malloc(n * sizeof *jobs);
     void **args = malloc(n * sizeof *args);
-    int rc;
+    rp__creq *outer = tl_req;
+    int rc = 0;
 
     if (!jobs || !args) {
         free(jobs);
@@ -446,11 +460,19 @@ int rp__croute_batch(rp_cluster_router *r, rp__csnap *s, rp__creq *req, size_t n
         args[i] = &jobs[i];
     }
     tl_req = req;
-    rc = rp_router_tell_batch(s->router, never_run, (void *const *)args, n);
-    tl_req = NULL;
+    if (r->kind != RP_CLUSTER_ROUTER_CUSTOM) {
+        rc = rp_router_tell_batch(s->router, never_run, (void *const *)args, n);
+    } else {
+        /* The user's pick sees each job (req->cur); a core strategy sees
+         * only the routing state, so the jobs go through one by one, in
+         * order (their entries are still sent in one round trip). */
+        for (req->cur = 0; req->cur < n && rc >= 0; req->cur++)
+            rc = rp_router_tell_batch(s->router, never_run, &args[req->cur], 1);
+        req->cur = 0;
+    }
+    tl_req = outer;
     free(jobs);
     free(args);
-    (void)r;
     return rc < 0 ? rc : 0;
 }
 
@@ -469,6 +491,7 @@ void rp_cluster_router_options_init(rp_cluster_router_options *opts)
     opts->least_used_sync = true;
     opts->least_used_readd = RP_LEAST_USED_READD_MIN;
     opts->scatter_timeout_ms = RP_SCATTER_TIMEOUT_MS;
+    opts->default_weight = 1;
 }
 
 #define F "rp_cluster_router_create"
@@ -479,7 +502,7 @@ static int check_opts(const rp_cluster_router_options *o)
     size_t len;
     int rc;
 
-    if ((unsigned)o->kind > RP_CLUSTER_ROUTER_LEAST_USED)
+    if ((unsigned)o->kind > RP_CLUSTER_ROUTER_CUSTOM)
         return rp_error_set(RP_EINVAL, F ": opts.kind is not an rp_cluster_router_kind (got %d)",
                             (int)o->kind);
     if (!o->name || !(len = strlen(o->name)) || len > RP_ROUTER_NAME_MAX)
@@ -498,7 +521,7 @@ static int check_opts(const rp_cluster_router_options *o)
                             (int)o->least_used_readd);
     if (o->least_used_name && (!*o->least_used_name || strlen(o->least_used_name) > LU_NAME_MAX))
         return rp_error_set(RP_EINVAL, F ": opts.least_used_name must be 1..%u bytes", LU_NAME_MAX);
-    return 0;
+    return rp__ckind_check(o, F);
 }
 
 static int open_least_used(rp_cluster_router *r, const rp_cluster_router_options *o)
@@ -508,7 +531,8 @@ static int open_least_used(rp_cluster_router *r, const rp_cluster_router_options
     snprintf(key, sizeof key, "%s:lu:%s", rp__cluster_node_prefix(r->node),
              o->least_used_name ? o->least_used_name : o->name);
     r->lu_sync = o->least_used_sync;
-    return rp__least_used_open(&r->lu, &r->conn, key, o->least_used_readd, F);
+    return rp__least_used_open(&r->lu, rp__cluster_node_settings(r->node), key,
+                               o->least_used_readd, F);
 }
 
 static int router_init(rp_cluster_router *r, rp_cluster_node *node,
@@ -532,7 +556,10 @@ static int router_init(rp_cluster_router *r, rp_cluster_node *node,
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&r->cv, &ca);
     pthread_condattr_destroy(&ca);
-    if ((rc = rp__rconn_init_settings(&r->conn, rp__cluster_node_settings(node))) < 0)
+    /* The node's address, credentials and timeouts (the node outlives the
+     * router), on a connection of the router's own. */
+    rp__conn_init(&r->conn, rp__cluster_node_settings(node), NULL);
+    if ((rc = rp__ckind_init(r, o, F)) < 0)
         return rc;
     if ((rc = snap_build(r, NULL, 0, &r->cur)) < 0)
         return rp_error_set(rc, F ": out of memory");
@@ -591,7 +618,8 @@ void rp_cluster_router_destroy(rp_cluster_router *r)
     if (r->cur)
         rp__csnap_put(r, r->cur);
     rp_least_used_destroy(r->lu);
-    rp__rconn_close(&r->conn);
+    free(r->weights);
+    rp__conn_close(&r->conn);
     rp__depth_cache_fini(&r->cache);
     pthread_cond_destroy(&r->cv);
     pthread_mutex_destroy(&r->mu);

@@ -26,7 +26,6 @@
 #include "depth.h"
 #include "node.h"
 #include "rendezvous.h"
-#include "routers_conn.h"
 #include "routepool/router.h"
 #include "routepool/scatter.h"
 
@@ -47,6 +46,7 @@ typedef struct rp__csnap {
     rp__cnode *nodes;       /* sorted by id */
     const char **ids;       /* ids[i] = nodes[i].id (for rendezvous) */
     rp_routee **routees;    /* one foreign routee per node */
+    unsigned *weights;      /* WEIGHTED: weights[i] of nodes[i]; else NULL */
     rp_router *router;      /* group router over routees; NULL when n is 0 */
     rp__rendezvous rv;
 } rp__csnap;
@@ -58,6 +58,12 @@ typedef struct rp__cscatter_stats {
     _Atomic uint64_t latency_count, latency_sum_ns;
 } rp__cscatter_stats;
 
+/** A WEIGHTED router's weight of one node id (sorted by id). */
+typedef struct rp__cweight {
+    char id[RP_CLUSTER_ID_MAX + 1];
+    unsigned weight;
+} rp__cweight;
+
 struct rp_cluster_router {
     char name[RP_ROUTER_NAME_MAX + 1];
     rp_cluster_node *node;
@@ -66,10 +72,15 @@ struct rp_cluster_router {
     int refresh_ms;
     int member_timeout_ms;
     double scatter_timeout_ms;
+    rp__cweight *weights;       /* WEIGHTED: opts.weights, sorted by id */
+    size_t nweights;
+    unsigned default_weight;
+    rp_cluster_pick_fn pick;    /* CUSTOM */
+    void *pick_user;
     char depth_key[RP_CLUSTER_PREFIX_MAX + 8];
 
     pthread_mutex_t refresh_mu; /* one refresh at a time (conn, lu sync) */
-    rp__rconn conn;
+    rp__conn conn;              /* the refresh connection (conn.c) */
     rp__depth_cache cache;
     rp_least_used *lu;          /* LEAST_USED only */
     bool lu_sync;
@@ -104,6 +115,7 @@ typedef struct rp__creq {
     bool retry;                  /* route again: the chosen node was gone */
     bool resnap;                 /* route again on the current snapshot */
     size_t sent;                 /* copies stored (tell, broadcast) */
+    size_t cur;                  /* the index in msgs of the job routed now */
     const char **targets;        /* batch: targets[k] for batch_msgs[k] */
     rp__cluster_msg *batch_msgs;
     size_t k, cap;               /* batch entries so far, room */
@@ -124,6 +136,24 @@ int rp__croute(rp_cluster_router *r, rp__csnap *s, rp__cjob *job, bool fanout);
  *  (rp_router_tell_batch), collecting (target, msg) pairs into
  *  req->targets / req->batch_msgs; sends nothing.  0, RP_ENOMEM. */
 int rp__croute_batch(rp_cluster_router *r, rp__csnap *s, rp__creq *req, size_t n);
+
+/** Record rc as req's failure unless one is recorded already. */
+void rp__creq_fail(rp__creq *req, int rc);
+/** The request the calling thread is routing now (custom strategies run
+ *  synchronously inside rp__croute / rp__croute_batch), or NULL. */
+rp__creq *rp__creq_current(void);
+
+/* routers_kinds.c: the WEIGHTED and CUSTOM kinds */
+/** Check the kinds' options (weights, default_weight, pick), naming func
+ *  and the field.  0 or RP_EINVAL. */
+int rp__ckind_check(const rp_cluster_router_options *o, const char *func);
+/** Copy the weights (sorted by id; a repeated id is RP_EINVAL naming both
+ *  entries) and the pick into r.  0, RP_EINVAL, RP_ENOMEM. */
+int rp__ckind_init(rp_cluster_router *r, const rp_cluster_router_options *o, const char *func);
+/** WEIGHTED: fill s->weights for s's nodes.  0 or RP_ENOMEM (else 0). */
+int rp__ckind_snap(const rp_cluster_router *r, rp__csnap *s);
+/** The strategy of a WEIGHTED or CUSTOM snapshot (s->weights filled). */
+rp_strategy rp__ckind_strategy(const rp_cluster_router *r, rp__csnap *s);
 
 /* cscatter.c */
 /** Ask node target as scatter member (called by the send callback in

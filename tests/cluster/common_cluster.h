@@ -43,6 +43,10 @@ static inline void client_opts(rp_cluster_options *o, const char *id)
     o->redis = redis.addr;
     o->prefix = prefix;
     o->node_id = id;
+    if (redis.user[0]) { /* h_redis_start_acl(): the server's ACL user */
+        o->user = redis.user;
+        o->password = redis.pass;
+    }
 }
 
 /* The test process's client-only node. */

@@ -78,6 +78,16 @@ redisContext *h_redis_connect(const h_redis *r)
     }
     if (c)
         redisSetTimeout(c, tv);
+    if (c && r->user[0]) {
+        redisReply *a = redisCommand(c, "AUTH %s %s", r->user, r->pass);
+        bool ok = a && a->type == REDIS_REPLY_STATUS;
+        if (a)
+            freeReplyObject(a);
+        if (!ok) {
+            redisFree(c);
+            return NULL;
+        }
+    }
     return c;
 }
 
@@ -110,13 +120,20 @@ static int spawn_redis(h_redis *r)
         }
         if (chdir(r->dir) != 0)
             _exit(126);
-        if (r->aof)
-            execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1",
-                   "--save", "", "--appendonly", "yes", "--appendfsync", "always",
-                   "--dir", r->dir, (char *)NULL);
-        else
-            execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1",
-                   "--save", "", "--appendonly", "no", "--dir", r->dir, (char *)NULL);
+        const char *argv[20] = {"redis-server", "--port", port, "--bind", "127.0.0.1",
+                                "--save", "", "--dir", r->dir, "--appendonly"};
+        int argc = 10;
+        argv[argc++] = r->aof ? "yes" : "no";
+        if (r->aof) {
+            argv[argc++] = "--appendfsync";
+            argv[argc++] = "always";
+        }
+        if (r->user[0]) { /* the ACL file in r->dir: the same users after a restart */
+            argv[argc++] = "--aclfile";
+            argv[argc++] = "users.acl";
+        }
+        argv[argc] = NULL;
+        execvp("redis-server", (char *const *)argv);
         fprintf(stderr, "harness: cannot run redis-server: %s (is it in PATH?)\n",
                 strerror(errno));
         _exit(127);
@@ -130,7 +147,20 @@ static int spawn_redis(h_redis *r)
     return 0;
 }
 
-int h_redis_start(h_redis *r, bool aof)
+/* users.acl in r->dir: the default user off, r->user with r->pass and
+ * every permission. */
+static int write_acl(const h_redis *r)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/users.acl", r->dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "user default off\nuser %s on >%s ~* &* +@all\n", r->user, r->pass);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+int h_redis_start_acl(h_redis *r, bool aof, const char *user, const char *pass)
 {
     memset(r, 0, sizeof *r);
     r->aof = aof;
@@ -139,9 +169,22 @@ int h_redis_start(h_redis *r, bool aof)
         fprintf(stderr, "harness: mkdtemp: %s\n", strerror(errno));
         return -1;
     }
+    if (user) {
+        snprintf(r->user, sizeof r->user, "%s", user);
+        snprintf(r->pass, sizeof r->pass, "%s", pass);
+        if (write_acl(r) < 0) {
+            fprintf(stderr, "harness: cannot write the ACL file in %s\n", r->dir);
+            return -1;
+        }
+    }
     r->port = free_port();
     snprintf(r->addr, sizeof r->addr, "127.0.0.1:%d", r->port);
     return r->port > 0 ? spawn_redis(r) : -1;
+}
+
+int h_redis_start(h_redis *r, bool aof)
+{
+    return h_redis_start_acl(r, aof, NULL, NULL);
 }
 
 int h_redis_restart(h_redis *r)
@@ -240,6 +283,12 @@ static void exec_node(int wfd, const h_redis *r, const char *prefix, h_node *n,
     const char *argv[64] = {RP_TEST_NODE_PATH, "--redis", r->addr, "--prefix", prefix,
                             "--id", n->id, "--out", n->out};
     int argc = 9;
+    if (r->user[0]) { /* the server's ACL user: nothing works without AUTH */
+        argv[argc++] = "--user";
+        argv[argc++] = r->user;
+        argv[argc++] = "--password";
+        argv[argc++] = r->pass;
+    }
     for (int i = 0; extra && extra[i] && argc < 62; i++)
         argv[argc++] = extra[i];
     argv[argc] = NULL;

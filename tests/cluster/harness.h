@@ -32,10 +32,19 @@ typedef struct h_redis {
     bool aof;            /* appendonly yes, appendfsync always, in dir */
     char dir[128];       /* its working directory (removed at stop) */
     char addr[32];       /* "127.0.0.1:<port>" */
+    char user[32];       /* ACL user ("" when the default user is open) */
+    char pass[32];
 } h_redis;
 
 /** Start a server on a free port.  Returns 0 or -1 (message on stderr). */
 int h_redis_start(h_redis *r, bool aof);
+/**
+ * As h_redis_start(), with an ACL file (kept in r->dir, so a restart has
+ * the same users): the default user off, user with password pass and every
+ * permission (user NULL: no ACL file).  h_redis_connect() then sends AUTH,
+ * and h_node_start() passes --user and --password to the node.
+ */
+int h_redis_start_acl(h_redis *r, bool aof, const char *user, const char *pass);
 /** kill -9 the server and reap it (the directory stays: restartable). */
 void h_redis_kill(h_redis *r);
 /** Start it again on the same port and directory.  0 or -1. */

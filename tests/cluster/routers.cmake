@@ -5,7 +5,7 @@
 # rendezvous.h) and need no Redis; the others run redis-server and nodes.
 rp_add_cluster_test(test_depth 60 INTERNAL)
 rp_add_cluster_test(test_hashing 60 INTERNAL)
-foreach(t test_least_used test_routers test_cscatter)
+foreach(t test_least_used test_routers test_router_kinds test_cscatter)
   if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${t}.c)
     rp_add_cluster_test(${t} 150)
   endif()

@@ -2,8 +2,10 @@
 /*
  * stress_routers.c - cluster routers under concurrency, a plain program
  * (so ThreadSanitizer can run it, which Criterion binaries cannot): two
- * threads tell through round-robin, smallest-mailbox, consistent-hash and
- * least-used routers (single tells and batches) while a third changes the
+ * threads tell through round-robin, smallest-mailbox, consistent-hash,
+ * least-used, weighted and custom routers (single tells and batches; the
+ * custom pick reads its router's membership, which takes the router's
+ * lock, from inside the pick) while a third changes the
  * membership and refreshes every router (snapshot rebuilds under load), and
  * a fourth runs scatters that time out (member callbacks on the timer
  * thread) on a second deployment, whose router is finally destroyed with a
@@ -30,7 +32,11 @@
 static h_redis redis;
 static char prefix[64], prefix2[64];
 static rp_cluster_node *client, *client2;
-static rp_cluster_router *routers[4]; /* rr, smallest, hash, least-used */
+#define NROUTERS 6
+static rp_cluster_router *routers[NROUTERS]; /* rr, smallest, hash, least-used, weighted,
+                                              * custom */
+static _Atomic long picks;                   /* calls of the custom pick */
+static _Atomic long custom_jobs;             /* jobs given to the custom router */
 static _Atomic long stored;           /* entries the routers said were stored */
 static _Atomic long failures;
 static _Atomic bool toggling_done;
@@ -60,14 +66,38 @@ static void fake_node(redisContext *c, const char *pre, const char *id)
     freeReplyObject(h_cmd(c, "XGROUP CREATE %s:inbox:%s rp $ MKSTREAM", pre, id));
 }
 
+/* The custom router's pick: by the payload's first byte, among the live
+ * nodes it is offered (thread-safe: reads only its arguments, the
+ * router's size, and bumps an atomic counter). */
+static int pick_by_byte(const rp_cluster_pick_job *job, const char *const *ids, size_t n,
+                        void *user)
+{
+    rp_cluster_router *const *self = user;
+
+    (void)ids;
+    atomic_fetch_add(&picks, 1);
+    if (*self && rp_cluster_router_size(*self) == 0)
+        return -1; /* never: the pick runs on a non-empty node list */
+    return job->len ? ((const unsigned char *)job->payload)[0] % (int)n : 0;
+}
+
 static rp_cluster_router *router(rp_cluster_node *node, rp_cluster_router_kind kind,
                                  double scatter_ms)
 {
+    static const rp_cluster_weight w[] = {{"f1", 3}, {"f2", 1}}; /* f3, f4: 1 */
     rp_cluster_router_options o;
     rp_cluster_router *r;
 
     rp_cluster_router_options_init(&o);
     o.kind = kind;
+    if (kind == RP_CLUSTER_ROUTER_WEIGHTED) {
+        o.weights = w;
+        o.nweights = 2;
+    }
+    if (kind == RP_CLUSTER_ROUTER_CUSTOM) {
+        o.pick = pick_by_byte;
+        o.pick_user = &routers[5];
+    }
     o.refresh_ms = 20; /* the refresh thread rebuilds often too */
     o.staleness_ms = 0;
     o.member_timeout_ms = 600000; /* the fake reports never age out */
@@ -98,8 +128,16 @@ static void *teller(void *arg)
         count(rp_cluster_tell(routers[1], "record", "x", 1), 1);
         count(rp_cluster_tell_key(routers[2], key, (size_t)kl, "record", "x", 1), 1);
         count(rp_cluster_tell(routers[3], "record", "x", 1), 1);
+        count(rp_cluster_tell(routers[4], "record", "x", 1), 1);
+        count(rp_cluster_tell(routers[5], "record", p[i % 8], 1), 1);
+        atomic_fetch_add(&custom_jobs, 1);
         if (i % 20 == 0) {
-            int rc = rp_cluster_tell_batch(routers[i % 40 ? 0 : 1], "record", p, lens, 8, &sent);
+            /* round-robin, smallest-mailbox, weighted and custom in turn */
+            static const int batchers[] = {0, 1, 4, 5};
+            int b = batchers[i / 20 % 4];
+            int rc = rp_cluster_tell_batch(routers[b], "record", p, lens, 8, &sent);
+            if (b == 5)
+                atomic_fetch_add(&custom_jobs, 8);
             CHECK(rc == 0 && sent == 8, "batch: %d %s", rc, rp_errmsg());
             atomic_fetch_add(&stored, 8);
         }
@@ -118,7 +156,7 @@ static void *toggler(void *arg)
             fake_node(c, prefix, "f4");
         else /* still a member: sends to it succeed either way */
             freeReplyObject(h_cmd(c, "HDEL %s:depth f4", prefix));
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < NROUTERS; k++)
             CHECK(rp_cluster_router_refresh(routers[k]) == 0, "refresh: %s", rp_errmsg());
         h_sleep_ms(2);
     }
@@ -185,11 +223,13 @@ int main(void)
     }
     join(&client, prefix, "client");
     join(&client2, prefix2, "client2");
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < NROUTERS; k++)
         routers[k] = router(client, (rp_cluster_router_kind[]){RP_CLUSTER_ROUTER_ROUND_ROBIN,
                                                              RP_CLUSTER_ROUTER_SMALLEST_MAILBOX,
                                                              RP_CLUSTER_ROUTER_CONSISTENT_HASH,
-                                                             RP_CLUSTER_ROUTER_LEAST_USED}[k],
+                                                             RP_CLUSTER_ROUTER_LEAST_USED,
+                                                             RP_CLUSTER_ROUTER_WEIGHTED,
+                                                             RP_CLUSTER_ROUTER_CUSTOM}[k],
                             RP_SCATTER_TIMEOUT_MS);
     sg = router(client2, RP_CLUSTER_ROUTER_ROUND_ROBIN, 10);
     for (long t = 0; t < TELLERS; t++)
@@ -211,7 +251,11 @@ int main(void)
           rp_future_error(open) ? rp_future_error(open)->message : "not failed");
     h_sleep_ms(50); /* its members' asks time out now, with the router gone */
     rp_future_release(open);
-    for (int k = 0; k < 4; k++)
+    /* One pick per custom tell and per job of its batches (no node ever
+     * leaves its inbox here, so no job is routed twice). */
+    CHECK(atomic_load(&picks) == atomic_load(&custom_jobs), "%ld custom picks for %ld jobs",
+          atomic_load(&picks), atomic_load(&custom_jobs));
+    for (int k = 0; k < NROUTERS; k++)
         rp_cluster_router_destroy(routers[k]);
     rp_cluster_leave(client);
     rp_cluster_leave(client2);

@@ -3,7 +3,8 @@
  * tests/cluster/test_ask.c - asks across nodes (issue 19's test 8): reply
  * bytes intact at 0 B, 1 B and 1 MiB, the payload cap at submit, unknown
  * handlers, handler failures carried across the wire, late replies
- * discarded, and the round-trip histogram.
+ * discarded, the round-trip histogram, and asks that expired before they
+ * ran (counted, not run).
  */
 #include "common_cluster.h"
 
@@ -199,4 +200,46 @@ Test(ask, leave__fails_the_asks_still_pending_with_eshutdown)
     cr_assert_eq(rp_future_status(f), RP_FUTURE_FAILED);
     cr_assert_eq(rp_future_error(f)->code, RP_ESHUTDOWN);
     rp_future_release(f);
+}
+
+/* An ask whose deadline passed before a routee took it is not run: the
+ * node counts it as expired and sends no reply.  Node "one" has a single
+ * routee, busy 800 ms with a slow ask; three asks with 200 ms deadlines
+ * wait behind it (one fetched, two still in the inbox), so all three are
+ * past their deadline when they reach the routee: expired is exactly 3,
+ * and the only replies are the slow ask's and a later ask's. */
+Test(ask, expired__asks_past_their_deadline_are_counted_and_not_run)
+{
+    const char *const one[] = {"--routees", "1", NULL};
+    h_node n;
+    rp_cluster_node *c = client();
+    rp_future *slow, *late[3];
+
+    cr_assert_eq(h_node_start(&n, &redis, prefix, "one", one), 0);
+    cr_assert_eq(rp_cluster_ask_node(c, "one", "slow", "800", 3, 10000, &slow), 0, "%s",
+                 rp_errmsg());
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(rp_cluster_ask_node(c, "one", "echo", "e", 1, 200, &late[i]), 0, "%s",
+                     rp_errmsg());
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(rp_future_wait(late[i], 10000), 0);
+        cr_assert_eq(rp_future_status(late[i]), RP_FUTURE_FAILED);
+        cr_assert_eq(rp_future_error(late[i])->code, RP_ETIMEDOUT);
+        rp_future_release(late[i]);
+    }
+    cr_assert_eq(rp_future_wait(slow, 10000), 0);
+    cr_assert_eq(rp_future_status(slow), RP_FUTURE_FULFILLED);
+    rp_future_release(slow);
+    rp_future *f;
+    cr_assert_eq(rp_cluster_ask_node(c, "one", "echo", "x", 1, 10000, &f), 0, "%s", rp_errmsg());
+    cr_assert_eq(rp_future_wait(f, 20000), 0);
+    cr_assert_eq(rp_future_status(f), RP_FUTURE_FULFILLED, "after the expired ones");
+    rp_future_release(f);
+    cr_assert_eq(node_stat(c, "one", "expired"), 3);
+    /* slow, the last echo and the first stats ask (this one's reply text is
+     * made before it is sent): 3. */
+    cr_assert_eq(node_stat(c, "one", "replies_sent"), 3, "an expired ask was answered");
+    rp_cluster_leave(c);
+    cr_assert_eq(h_node_term(&n), 0);
+    h_node_cleanup(&n);
 }

@@ -86,3 +86,47 @@ Test(crash, kill9__every_queued_job_completes_on_the_survivors)
     for (int i = 0; i < 3; i++)
         h_node_cleanup(&n[i]);
 }
+
+typedef struct ran_arg {
+    const char *path;
+    const char *line;
+} ran_arg;
+
+static bool ran(void *arg)
+{
+    ran_arg *a = arg;
+    char *b = h_read_file(a->path, NULL);
+    bool hit = b && strstr(b, a->line);
+    free(b);
+    return hit;
+}
+
+/* A member that holds its lease is alive, whatever a survivor's view of
+ * the reports says: node x below has a lease, a membership entry and an
+ * inbox with one unread job, but no report - what a survivor sees when it
+ * read the reports just before x joined (or read them and the member set,
+ * two commands, around x's first report).  Node a, a survivor past its
+ * grace, must leave x's job alone while the lease lives, and recover it
+ * once the lease is gone. */
+Test(crash, recovery__leaves_a_member_that_holds_its_lease_alone)
+{
+    const char *const args[] = {"--heartbeat", "50", "--dead-after", "500", NULL};
+    h_node a;
+    redisContext *r = h_redis_connect(&redis);
+
+    freeReplyObject(h_cmd(r, "SET %s:node:x token PX 60000", prefix));
+    freeReplyObject(h_cmd(r, "XGROUP CREATE %s:inbox:x rp $ MKSTREAM", prefix));
+    freeReplyObject(h_cmd(r, "XADD %s:inbox:x * id x:1 h record p 4242 o x", prefix));
+    freeReplyObject(h_cmd(r, "SADD %s:nodes x", prefix));
+    cr_assert_eq(h_node_start(&a, &redis, prefix, "a", args), 0);
+    ran_arg ra = {a.out, "4242 "};
+    /* a's grace (500 ms) and then 30 ticks in which it sees x unreported. */
+    cr_assert_not(h_wait(ran, &ra, 2000), "a moved and ran the job of a live member");
+    cr_assert_eq(h_int(r, "XLEN %s:inbox:x", prefix), 1);
+    cr_assert_eq(h_int(r, "SISMEMBER %s:nodes x", prefix), 1, "a live member was removed");
+    freeReplyObject(h_cmd(r, "DEL %s:node:x", prefix)); /* x dies */
+    cr_assert(h_wait(ran, &ra, 10000), "the dead member's job was never recovered");
+    redisFree(r);
+    cr_assert_eq(h_node_term(&a), 0);
+    h_node_cleanup(&a);
+}

@@ -18,13 +18,7 @@
 #include "harness.h"
 #include "routepool/cluster.h"
 #include "routepool/routepool.h"
-#ifdef RP_TEST_ASAN
-#include <sanitizer/lsan_interface.h>
-/* LeakSanitizer does not fail a Criterion test by itself: ask it. */
-#define ASSERT_NO_LEAKS() cr_assert_eq(__lsan_do_recoverable_leak_check(), 0, "leaks (see stderr)")
-#else
-#define ASSERT_NO_LEAKS() ((void)0)
-#endif
+#include "assert_no_leaks.h"
 
 static h_redis redis;
 static char prefix[64];

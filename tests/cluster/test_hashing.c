@@ -14,13 +14,7 @@
 
 #include "rendezvous.h"
 #include "routepool/routepool.h"
-#ifdef RP_TEST_ASAN
-#include <sanitizer/lsan_interface.h>
-/* LeakSanitizer does not fail a Criterion test by itself: ask it. */
-#define ASSERT_NO_LEAKS() cr_assert_eq(__lsan_do_recoverable_leak_check(), 0, "leaks (see stderr)")
-#else
-#define ASSERT_NO_LEAKS() ((void)0)
-#endif
+#include "assert_no_leaks.h"
 
 #define KEYS 4000
 

@@ -4,7 +4,7 @@
  * process (so a test can kill -9 it).
  *
  *   test_node --redis ADDR --prefix P --id ID --out FILE [--routees N]
- *             [--inflight N] [--heartbeat MS] [--dead-after MS]
+ *             [--user U --password P] [--inflight N] [--heartbeat MS] [--dead-after MS]
  *             [--max-deliveries N] [--max-payload N] [--sleep-us N]
  *             [--crash-on PAYLOAD]
  *
@@ -20,7 +20,7 @@
  *   slow    sleeps <payload> ms, then replies "late"
  *   stats   replies "fetched=.. acked=.. duplicates=.. claimed=..
  *           malformed=.. failed=.. no_handler=.. dead_lettered=..
- *           reconnects=.."
+ *           reconnects=.. expired=.. replies_sent=.."
  * Prints "ready" once joined and started; SIGTERM leaves gracefully and
  * exits 0.  Exit 2: bad arguments; 3: join failed.
  */
@@ -104,12 +104,14 @@ static void stats(rp_cluster_job *job, void *user)
     rp_cluster_node_stats(user, &s);
     int n = snprintf(buf, sizeof buf,
                      "fetched=%llu acked=%llu duplicates=%llu claimed=%llu malformed=%llu "
-                     "failed=%llu no_handler=%llu dead_lettered=%llu reconnects=%llu",
+                     "failed=%llu no_handler=%llu dead_lettered=%llu reconnects=%llu "
+                     "expired=%llu replies_sent=%llu",
                      (unsigned long long)s.fetched, (unsigned long long)s.acked,
                      (unsigned long long)s.duplicates, (unsigned long long)s.claimed,
                      (unsigned long long)s.malformed, (unsigned long long)s.failed,
                      (unsigned long long)s.no_handler, (unsigned long long)s.dead_lettered,
-                     (unsigned long long)s.reconnects);
+                     (unsigned long long)s.reconnects, (unsigned long long)s.expired,
+                     (unsigned long long)s.replies_sent);
     rp_cluster_job_reply(job, buf, (size_t)n);
 }
 
@@ -121,6 +123,8 @@ static int parse(int argc, char **argv, rp_cluster_options *o, unsigned *routees
         if (!strcmp(k, "--redis")) o->redis = v;
         else if (!strcmp(k, "--prefix")) o->prefix = v;
         else if (!strcmp(k, "--id")) o->node_id = v;
+        else if (!strcmp(k, "--user")) o->user = v;
+        else if (!strcmp(k, "--password")) o->password = v;
         else if (!strcmp(k, "--out")) *out = v;
         else if (!strcmp(k, "--routees")) *routees = (unsigned)atoi(v);
         else if (!strcmp(k, "--inflight")) o->max_inflight = (unsigned)atoi(v);

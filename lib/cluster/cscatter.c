@@ -23,13 +23,18 @@
  * outside the lock: completion runs user callbacks.  One process-wide lock
  * serves every cluster scatter: a scatter takes it a few times in its life,
  * never on a hot path, and it outlives every router.
+ *
+ * Below routers.c, above croute.c: a scatter routes through croute.c, and
+ * routers.c calls in (its send callback asks each member, its destroy
+ * stops the open scatters); nothing here calls routers.c.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "routers.h"
+#include "croute.h"
+#include "cscatter.h"
 
 static pthread_mutex_t scatter_lock = PTHREAD_MUTEX_INITIALIZER;
 

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lib/cluster/impl.h - the node's state, shared by the node's own files
- * (node.c, fetch.c, send.c, recover.c, stats.c).  Private; the rest of the
- * cluster library uses node.h.
+ * (node.c, join.c, inbox.c, fetch.c, send.c, heartbeat.c, recover.c,
+ * deadletter.c, stats.c).  Private; the rest of the cluster library uses
+ * node.h.  It includes inbox.h, whose one function join.c and fetch.c both
+ * call (it sits below them, so the two call in one direction only).
  *
  * Threads of a member node: the fetch thread (its own connection: reads
  * the inbox, acknowledges), the heartbeat thread (its own connection:
@@ -22,6 +24,7 @@
 #include <stdatomic.h>
 
 #include "entry.h"
+#include "inbox.h"
 #include "node.h"
 #include "util.h"
 
@@ -167,7 +170,6 @@ bool rp__pick_member(rp_cluster_node *node, const char *exclude, char *buf,
                      size_t cap);
 
 /* join.c */
-int rp__ensure_group(rp_cluster_node *node, rp__conn *k);
 void rp__stop_threads(rp_cluster_node *node);
 
 /* heartbeat.c */

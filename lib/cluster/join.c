@@ -156,24 +156,6 @@ static int take_lease(rp_cluster_node *node)
     return rc;
 }
 
-int rp__ensure_group(rp_cluster_node *node, rp__conn *k)
-{
-    const char *av[] = {"XGROUP", "CREATE", node->k_inbox, "rp", "0", "MKSTREAM"};
-    size_t al[6];
-    for (int i = 0; i < 6; i++)
-        al[i] = strlen(av[i]);
-    redisReply *r = rp__conn_cmd(k, 6, av, al);
-    if (!r)
-        return RP_EUNAVAILABLE;
-    int rc = 0;
-    if (r->type == REDIS_REPLY_ERROR && (!r->str || strncmp(r->str, "BUSYGROUP", 9) != 0)) {
-        rp__node_logf(node, RP_LOG_ERROR, "XGROUP CREATE: %.200s", r->str ? r->str : "?");
-        rc = RP_EUNAVAILABLE;
-    }
-    freeReplyObject(r);
-    return rc;
-}
-
 static int start_threads(rp_cluster_node *node)
 {
     if (pthread_create(&node->hb_thr, NULL, rp__hb_main, node) != 0)

@@ -3,16 +3,13 @@
  * routers.c - cluster routers: a core group router over foreign routees,
  * one per live node, rebuilt when membership changes.
  *
- * Routing goes through the core (rp_router_tell, _tell_key, _tell_batch,
- * _broadcast and rp_strategy_pick inside them): the job's arg is an
- * rp__cjob on the caller's stack, fn a function that never runs.  The core
- * calls the chosen node's foreign send callback synchronously, in the
- * calling thread; the callback does the transport (rp__cluster_send_* of
- * node.h) and records the outcome in the request, so a cluster call
- * returns the transport's code (RP_EUNAVAILABLE, ...) rather than the
- * core's hand-back.  A job the core hands back (no node chosen, a refused
- * send) reaches on_undelivered, which records its reason; nothing of the
- * user's is owned by the core at any point.
+ * Routing goes through the core (croute.c): the core calls the chosen
+ * node's foreign send callback, node_send() here, synchronously in the
+ * calling thread; it does the transport (rp__cluster_send_* of node.h, or
+ * a scatter member's ask, cscatter.c) and records the outcome in the
+ * request.  A job the core hands back (no node chosen, a refused send)
+ * reaches on_undelivered, which records its reason; nothing of the user's
+ * is owned by the core at any point.
  *
  * Strategies: round-robin, random, broadcast and weighted are the core's
  * (weighted with one weight per node of the snapshot, routers_kinds.c);
@@ -26,6 +23,10 @@
  * Membership: the refresh thread (or rp_cluster_router_refresh()) reads
  * the reports; when the set of live ids differs from the snapshot's, a new
  * snapshot is built outside every lock and swapped in under r->mu.
+ *
+ * The top of the routers' files: it uses croute.c, routers_kinds.c and
+ * cscatter.c (destroy stops the open scatters), none of which calls back
+ * into this file; the routees' callbacks reach it through pointers only.
  */
 #include <math.h>
 #include <stdio.h>
@@ -33,28 +34,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "croute.h"
+#include "cscatter.h"
 #include "least_used.h"
-#include "routers.h"
-
-/* The request of the call the calling thread is routing (custom
- * strategies run synchronously inside it). */
-static _Thread_local rp__creq *tl_req;
-
-static void never_run(rp_job_ctx *ctx, void *arg)
-{
-    (void)ctx, (void)arg;
-}
-
-void rp__creq_fail(rp__creq *req, int rc)
-{
-    if (req->rc == 0)
-        req->rc = rc;
-}
-
-rp__creq *rp__creq_current(void)
-{
-    return tl_req;
-}
+#include "routers_kinds.h"
 
 /* ---- the foreign routees' callbacks ---- */
 
@@ -163,6 +146,7 @@ static int least_used_pick(void *user, rp_route_state *st, rp_routee *const *rou
                            size_t *out)
 {
     const rp__csnap *s = user;
+    rp__creq *req = rp__creq_current();
     char member[RP_LEAST_USED_MEMBER_MAX + 1];
     const rp__cnode *hit;
     int rc;
@@ -171,19 +155,19 @@ static int least_used_pick(void *user, rp_route_state *st, rp_routee *const *rou
     if (n == 0 || n != s->n)
         return 0;
     if ((rc = rp_least_used_acquire(s->nodes[0].r->lu, member, sizeof member)) < 0) {
-        if (tl_req)
-            rp__creq_fail(tl_req, rc);
+        if (req)
+            rp__creq_fail(req, rc);
         return 0; /* no node: nothing is sent */
     }
     if (!(hit = bsearch(member, s->nodes, n, sizeof *s->nodes, cmp_node))) {
-        if (tl_req && tl_req->op != RP__COP_BATCH && newer_snap_has(s->nodes[0].r, s, member)) {
-            tl_req->resnap = true; /* the caller routes again on the newer list */
+        if (req && req->op != RP__COP_BATCH && newer_snap_has(s->nodes[0].r, s, member)) {
+            req->resnap = true; /* the caller routes again on the newer list */
             return 0;
         }
         rc = rp_error_set(RP_ENOROUTEE, "%s: the least-used set chose \"%s\", which is not a live node",
-                          tl_req ? tl_req->fn : "least-used", member);
-        if (tl_req)
-            rp__creq_fail(tl_req, rc);
+                          req ? req->fn : "least-used", member);
+        if (req)
+            rp__creq_fail(req, rc);
         return 0;
     }
     out[0] = (size_t)(hit - s->nodes);
@@ -191,42 +175,6 @@ static int least_used_pick(void *user, rp_route_state *st, rp_routee *const *rou
 }
 
 /* ---- snapshots ---- */
-
-static void snap_free(rp__csnap *s)
-{
-    if (!s)
-        return;
-    rp_router_destroy(s->router);
-    for (size_t i = 0; i < s->n; i++)
-        rp_routee_foreign_destroy(s->routees ? s->routees[i] : NULL);
-    free(s->routees);
-    free(s->weights);
-    free(s->ids);
-    free(s->nodes);
-    free(s);
-}
-
-rp__csnap *rp__csnap_get(rp_cluster_router *r)
-{
-    rp__csnap *s;
-
-    pthread_mutex_lock(&r->mu);
-    s = r->cur;
-    s->refs++;
-    pthread_mutex_unlock(&r->mu);
-    return s;
-}
-
-void rp__csnap_put(rp_cluster_router *r, rp__csnap *s)
-{
-    bool last;
-
-    pthread_mutex_lock(&r->mu);
-    last = --s->refs == 0;
-    pthread_mutex_unlock(&r->mu);
-    if (last)
-        snap_free(s);
-}
 
 static rp_strategy kind_strategy(rp_cluster_router *r, rp__csnap *s)
 {
@@ -285,7 +233,7 @@ static int snap_build(rp_cluster_router *r, const rp__depth_entry *e, size_t n, 
     *out = s;
     return 0;
 fail:
-    snap_free(s);
+    rp__csnap_free(s);
     return rc;
 }
 
@@ -406,74 +354,6 @@ static void *refresh_main(void *arg)
     }
     pthread_mutex_unlock(&r->mu);
     return NULL;
-}
-
-/* ---- routing one call ---- */
-
-int rp__croute(rp_cluster_router *r, rp__csnap *s, rp__cjob *job, bool fanout)
-{
-    rp__creq *req = job->req, *outer = tl_req;
-    const rp__cluster_msg *m = &req->msgs[0];
-    int rc;
-
-    if (s->n == 0)
-        return rp_error_set(RP_ENOROUTEE, "%s: router %s has no live node to route to", req->fn,
-                            r->name);
-    /* A node found gone is stopped in this snapshot, so each retry routes
-     * among fewer nodes: at most n attempts. */
-    for (size_t attempt = 0;; attempt++) {
-        tl_req = req;
-        if (fanout)
-            rc = rp_router_broadcast(s->router, never_run, job);
-        else if (m->key)
-            rc = rp_router_tell_key(s->router, m->key, m->key_len, never_run, job);
-        else
-            rc = rp_router_tell(s->router, never_run, job);
-        tl_req = outer; /* a custom pick may route through a router itself */
-        if (!req->retry || fanout || attempt >= s->n)
-            break;
-        req->retry = false;
-    }
-    if (rc == RP_ENOROUTEE || req->rc == RP_ESTOPPED || (req->retry && !fanout && !req->rc) ||
-        (fanout && rc == 0 && req->rc == 0 && req->sent == 0))
-        return rp_error_set(RP_ENOROUTEE, "%s: router %s has no live node to route to", req->fn,
-                            r->name);
-    /* A hand-back's reason, or the transport's / the strategy's own code
-     * (recorded first; its message is already set). */
-    return rc < 0 ? rc : req->rc;
-}
-
-int rp__croute_batch(rp_cluster_router *r, rp__csnap *s, rp__creq *req, size_t n)
-{
-    rp__cjob *jobs = malloc(n * sizeof *jobs);
-    void **args = malloc(n * sizeof *args);
-    rp__creq *outer = tl_req;
-    int rc = 0;
-
-    if (!jobs || !args) {
-        free(jobs);
-        free(args);
-        return rp_error_set(RP_ENOMEM, "%s: out of memory", req->fn);
-    }
-    for (size_t i = 0; i < n; i++) {
-        jobs[i] = (rp__cjob){req, i};
-        args[i] = &jobs[i];
-    }
-    tl_req = req;
-    if (r->kind != RP_CLUSTER_ROUTER_CUSTOM) {
-        rc = rp_router_tell_batch(s->router, never_run, (void *const *)args, n);
-    } else {
-        /* The user's pick sees each job (req->cur); a core strategy sees
-         * only the routing state, so the jobs go through one by one, in
-         * order (their entries are still sent in one round trip). */
-        for (req->cur = 0; req->cur < n && rc >= 0; req->cur++)
-            rc = rp_router_tell_batch(s->router, never_run, &args[req->cur], 1);
-        req->cur = 0;
-    }
-    tl_req = outer;
-    free(jobs);
-    free(args);
-    return rc < 0 ? rc : 0;
 }
 
 /* ---- create / destroy ---- */

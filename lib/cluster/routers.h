@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * routers.h - the cluster router's internals shared by routers.c and
- * cscatter.c.  Private.
+ * routers.h - the cluster router's state, shared by the routers' files
+ * (routers.c, croute.c, routers_kinds.c, cscatter.c, routers_api.c).
+ * Private.  Types only: each file's functions are declared in its own
+ * header (croute.h, routers_kinds.h, cscatter.h), and routers.c defines
+ * public functions only.
  *
  * A router holds a reference-counted snapshot of the live nodes: the node
  * ids (sorted), one foreign routee per node and a core group router over
@@ -96,10 +99,6 @@ struct rp_cluster_router {
     rp__cscatter_stats sg;
 };
 
-/** Take / drop a reference on the current snapshot. */
-rp__csnap *rp__csnap_get(rp_cluster_router *r);
-void rp__csnap_put(rp_cluster_router *r, rp__csnap *s);
-
 /** A job's route through the core router: what the foreign routee's send
  *  callback does with it.  Lives on the caller's stack for the call. */
 enum { RP__COP_TELL, RP__COP_ASK, RP__COP_BATCH, RP__COP_SCATTER };
@@ -127,41 +126,5 @@ typedef struct rp__cjob {
     rp__creq *req;
     size_t i;
 } rp__cjob;
-
-/** Route job through s's core router: broadcast when fanout, keyed when
- *  key is set.  Returns the call's code (the request's first failure). */
-int rp__croute(rp_cluster_router *r, rp__csnap *s, rp__cjob *job, bool fanout);
-
-/** Pick a node for each of req->msgs[0..n-1] through s's core router
- *  (rp_router_tell_batch), collecting (target, msg) pairs into
- *  req->targets / req->batch_msgs; sends nothing.  0, RP_ENOMEM. */
-int rp__croute_batch(rp_cluster_router *r, rp__csnap *s, rp__creq *req, size_t n);
-
-/** Record rc as req's failure unless one is recorded already. */
-void rp__creq_fail(rp__creq *req, int rc);
-/** The request the calling thread is routing now (custom strategies run
- *  synchronously inside rp__croute / rp__croute_batch), or NULL. */
-rp__creq *rp__creq_current(void);
-
-/* routers_kinds.c: the WEIGHTED and CUSTOM kinds */
-/** Check the kinds' options (weights, default_weight, pick), naming func
- *  and the field.  0 or RP_EINVAL. */
-int rp__ckind_check(const rp_cluster_router_options *o, const char *func);
-/** Copy the weights (sorted by id; a repeated id is RP_EINVAL naming both
- *  entries) and the pick into r.  0, RP_EINVAL, RP_ENOMEM. */
-int rp__ckind_init(rp_cluster_router *r, const rp_cluster_router_options *o, const char *func);
-/** WEIGHTED: fill s->weights for s's nodes.  0 or RP_ENOMEM (else 0). */
-int rp__ckind_snap(const rp_cluster_router *r, rp__csnap *s);
-/** The strategy of a WEIGHTED or CUSTOM snapshot (s->weights filled). */
-rp_strategy rp__ckind_strategy(const rp_cluster_router *r, rp__csnap *s);
-
-/* cscatter.c */
-/** Ask node target as scatter member (called by the send callback in
- *  scatter order).  Returns 0 (a failed send becomes a failed member). */
-int rp__cscatter_send(struct rp__cscatter *sc, rp_cluster_node *node, const char *target,
-                      const rp__cluster_msg *m);
-/** Fail every open scatter of r with "stopped while the scatter was still
- *  open" (rp_cluster_router_destroy()). */
-void rp__cscatter_stop_all(rp_cluster_router *r);
 
 #endif /* RP_CLUSTER_ROUTERS_H */

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "routers.h"
+#include "croute.h"
 
 static int check_call(const rp_cluster_router *r, const char *handler, const void *payload,
                       size_t len, const char *fn)

@@ -23,7 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "routers.h"
+#include "croute.h"
+#include "routers_kinds.h"
 #include "util.h"
 
 /* Ids listed on the stack for a custom pick; more go to the heap. */

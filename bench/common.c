@@ -169,12 +169,20 @@ void bench_machine_get(bench_machine *m)
     snprintf(m->flags, sizeof m->flags, "%s", RP_BENCH_CFLAGS);
     commit_id(m->commit, sizeof m->commit);
     strftime(m->date, sizeof m->date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    m->loadavg1 = -1;
-    if ((f = fopen("/proc/loadavg", "r"))) {
-        if (fscanf(f, "%lf", &m->loadavg1) != 1)
-            m->loadavg1 = -1;
-        fclose(f);
-    }
+    m->loadavg1 = bench_loadavg1();
+}
+
+double bench_loadavg1(void)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    double v = -1;
+
+    if (!f)
+        return -1;
+    if (fscanf(f, "%lf", &v) != 1)
+        v = -1;
+    fclose(f);
+    return v;
 }
 
 void bench_machine_print(FILE *f, const bench_machine *m)
@@ -363,6 +371,48 @@ int bench_pingpong(bench_pingpong_result *out, int rounds, int trials)
     out->min_ns = v[0];
     out->max_ns = v[trials - 1];
     return 0;
+}
+
+const char *bench_placement_kind(double one_way_ns)
+{
+    if (one_way_ns <= 0)
+        return "unknown";
+    return one_way_ns < 50 ? "near" : one_way_ns < 130 ? "middle" : "far";
+}
+
+void bench_pingpong_print(FILE *f, const bench_pingpong_result *pp, int trials)
+{
+    fprintf(f, "# ping-pong:   %.1f ns one way (%s placement), cache line between CPU %d and "
+            "CPU %d (median of %d; min %.1f, max %.1f)\n", pp->one_way_ns,
+            bench_placement_kind(pp->one_way_ns), pp->cpu_a, pp->cpu_b, trials, pp->min_ns,
+            pp->max_ns);
+}
+
+void bench_placement_take(bench_placement *out, int trials)
+{
+    if (bench_pingpong(&out->pp, 200000, trials) != 0)
+        out->pp = (bench_pingpong_result){.one_way_ns = -1, .cpu_a = -1, .cpu_b = -1};
+    out->loadavg1 = bench_loadavg1();
+}
+
+void bench_placement_verdict(FILE *f, const char *bench, const char *prefix,
+                             const bench_placement *start, const bench_placement *end)
+{
+    const bench_placement *last = end ? end : start;
+
+    fprintf(f, "%splacement: ping-pong %.0f ns one way (%s)", prefix, start->pp.one_way_ns,
+            bench_placement_kind(start->pp.one_way_ns));
+    if (end)
+        fprintf(f, " at the start, %.0f ns (%s) at the end", end->pp.one_way_ns,
+                bench_placement_kind(end->pp.one_way_ns));
+    fprintf(f, "; load average %.2f", start->loadavg1);
+    if (end)
+        fprintf(f, " -> %.2f", end->loadavg1);
+    fprintf(f, " (%ld online CPUs)\n", sysconf(_SC_NPROCESSORS_ONLN));
+    bench_csv_row(bench, "placement", "ping-pong one way, at the verdict", "ns",
+                  last->pp.one_way_ns, last->pp.min_ns, last->pp.max_ns, 1);
+    bench_csv_row(bench, "placement", "load average, at the verdict", "load", last->loadavg1,
+                  last->loadavg1, last->loadavg1, 1);
 }
 
 /* ---- futex wake-up latency ---- */

@@ -156,6 +156,35 @@ typedef struct bench_pingpong_result {
  */
 int bench_pingpong(bench_pingpong_result *out, int rounds, int trials);
 
+/** "near", "middle" or "far": the placement a one-way ping-pong of
+ *  one_way_ns says the host gave the two vCPUs (near < 50 ns, the two share
+ *  a core or a cache; far >= 130 ns, ~200 ns seen; in between ~70 ns).
+ *  "unknown" for a value <= 0 (not measured). */
+const char *bench_placement_kind(double one_way_ns);
+
+/** Print pp as the "# ping-pong: ..." line (median of trials trials), with
+ *  its placement kind. */
+void bench_pingpong_print(FILE *f, const bench_pingpong_result *pp, int trials);
+
+/** Where a stretch of a run ran: the ping-pong and the load average. */
+typedef struct bench_placement {
+    bench_pingpong_result pp; /**< one_way_ns <= 0: could not be measured */
+    double loadavg1;          /**< 1-minute load average; -1 unknown */
+} bench_placement;
+
+/** Measure the placement now: bench_pingpong() (200000 round trips,
+ *  trials trials) and the 1-minute load average. */
+void bench_placement_take(bench_placement *out, int trials);
+
+/** The 1-minute load average from /proc/loadavg, or -1. */
+double bench_loadavg1(void);
+
+/** One line for a verdict: "placement: ping-pong A ns (kind) at the start,
+ *  B ns (kind) at the end; load average a -> b (2 vCPUs)", prefixed by
+ *  prefix; end may be NULL (one measurement).  Also CSV rows under bench. */
+void bench_placement_verdict(FILE *f, const char *bench, const char *prefix,
+                             const bench_placement *start, const bench_placement *end);
+
 /** Result of bench_wake_latency(). */
 typedef struct bench_wake_result {
     double p50_us, p99_us;

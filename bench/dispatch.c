@@ -632,9 +632,7 @@ static void preamble(const config *c)
     printf("# rp-bench-dispatch (routepool %s)\n", rp_version());
     bench_machine_print(stdout, &m);
     if (bench_pingpong(&pp, 200000, 5) == 0)
-        printf("# ping-pong:   %.1f ns one way, cache line between CPU %d and CPU %d "
-               "(median of 5; min %.1f, max %.1f)\n", pp.one_way_ns, pp.cpu_a, pp.cpu_b,
-               pp.min_ns, pp.max_ns);
+        bench_pingpong_print(stdout, &pp, 5);
     printf("# timed: pick = rp_strategy_pick() over the real pool's routees (consistent-hash\n"
            "#   includes XXH3 of an 8-byte key); tell = rp_router_tell()/_tell_key() on the\n"
            "#   saturated pool (pick + enqueue, no wake-up).  ns per decision, median of %d\n"

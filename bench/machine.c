@@ -58,9 +58,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "rp-bench-machine: ping-pong threads could not start\n");
         return 1;
     }
-    printf("# ping-pong:   %.1f ns one way, cache line between CPU %d and CPU %d "
-           "(median of %d; min %.1f, max %.1f)\n",
-           pp.one_way_ns, pp.cpu_a, pp.cpu_b, trials, pp.min_ns, pp.max_ns);
+    bench_pingpong_print(stdout, &pp, trials);
     bench_csv_row("machine", label, "cache-line ping-pong, one way", "ns", pp.one_way_ns,
                   pp.min_ns, pp.max_ns, trials);
     if (bench_wake_latency(&wk, quick ? 300 : 1000, 200) != 0) {

@@ -9,7 +9,9 @@
  * calibrated spin loop.  The arrival rate is load * 2 / 10.9 us for two
  * routees.  Each job's sojourn runs from its *scheduled* arrival instant to
  * its completion, so a generator that falls behind is charged to the
- * scheduler under test, never hidden (no coordinated omission).
+ * scheduler under test, never hidden (no coordinated omission).  The end
+ * is issue 18's target 4 per load, with the placement (ping-pong at the
+ * start and the end, load average) it was measured on.
  *
  * Reference: one mutex + condvar FIFO shared by two worker threads, an
  * M/G/2 queue - the best tail any first-come-first-served dispatch can
@@ -77,26 +79,26 @@ stall_list wakes[MAX_LOADS][V_COUNT][MAX_REPS];
 
 static uint64_t iters_short, iters_long;
 
-static void print_wake_latency(void)
+static void print_wake_latency(bench_wake_result *wr)
 {
-    bench_wake_result wr;
-
-    if (bench_wake_latency(&wr, 1000, 200) == 0)
+    if (bench_wake_latency(wr, 1000, 200) == 0)
         printf("# wake-up:     %.1f us p50, %.1f us p99: FUTEX_WAKE to a thread asleep on the "
-               "other CPU running (%d samples, 200 us apart)\n", wr.p50_us, wr.p99_us, wr.samples);
+               "other CPU running (%d samples, 200 us apart)\n", wr->p50_us, wr->p99_us,
+               wr->samples);
+    else
+        wr->samples = 0;
 }
 
 static void preamble(const config *cfg, bench_machine *m, bench_calib *cal,
-                     bench_pingpong_result *pp)
+                     bench_placement *place, bench_wake_result *wake)
 {
     bench_machine_get(m);
     printf("# rp-bench-sojourn (routepool %s)\n", rp_version());
     bench_machine_print(stdout, m);
-    if (bench_pingpong(pp, 200000, 5) == 0)
-        printf("# ping-pong:   %.1f ns one way, cache line between CPU %d and CPU %d "
-               "(median of 5; min %.1f, max %.1f)\n", pp->one_way_ns, pp->cpu_a, pp->cpu_b,
-               pp->min_ns, pp->max_ns);
-    print_wake_latency();
+    bench_placement_take(place, 5);
+    if (place->pp.one_way_ns > 0)
+        bench_pingpong_print(stdout, &place->pp, 5);
+    print_wake_latency(wake);
     bench_calibrate(cal, 300, 21);
     iters_short = (uint64_t)(cal->iters_per_us * SHORT_US + 0.5);
     iters_long = (uint64_t)(cal->iters_per_us * LONG_US + 0.5);
@@ -216,7 +218,8 @@ int main(int argc, char **argv)
     config cfg;
     bench_machine mach;
     bench_calib cal;
-    bench_pingpong_result pp = {0};
+    bench_placement start, end;
+    bench_wake_result wake;
     workload w;
     buffers b;
     int64_t t0 = bench_now_ns();
@@ -226,15 +229,16 @@ int main(int argc, char **argv)
      * would make every sleep late by that much. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     alloc_buffers(&b, &w, cfg.jobs + cfg.warmup);
-    preamble(&cfg, &mach, &cal, &pp);
+    preamble(&cfg, &mach, &cal, &start, &wake);
     for (int li = 0; li < cfg.nloads; li++) {
         run_load(li, &cfg, &w, &b);
         print_load(li, &cfg);
     }
-    print_verdict(&cfg);
+    bench_placement_take(&end, 3);
+    print_verdict(&cfg, &start, &end, &wake);
     printf("\n# total time %.0f s\n", (double)(bench_now_ns() - t0) / 1e9);
     if (cfg.json)
-        write_json(&cfg, &mach, &cal, &pp);
+        write_json(&cfg, &mach, &cal, &start.pp);
     free(b.jobs), free(b.queue), free(b.late), free(b.by_routee), free(b.idle_wait), free(b.scratch);
     for (size_t k = 0; k < ROUTEES; k++)
         free(b.ring[k]);

@@ -159,7 +159,9 @@ int bench_pingpong(bench_pingpong_result *out, int rounds, int trials);
 /** "near", "middle" or "far": the placement a one-way ping-pong of
  *  one_way_ns says the host gave the two vCPUs (near < 50 ns, the two share
  *  a core or a cache; far >= 130 ns, ~200 ns seen; in between ~70 ns).
- *  "unknown" for a value <= 0 (not measured). */
+ *  "unknown" for a value <= 0 (not measured).  Callers pass the fastest
+ *  trial: on a loaded machine a trial whose thread lost its CPU reads
+ *  10-1000x slower, and the median with it. */
 const char *bench_placement_kind(double one_way_ns);
 
 /** Print pp as the "# ping-pong: ..." line (median of trials trials), with
@@ -172,7 +174,7 @@ typedef struct bench_placement {
     double loadavg1;          /**< 1-minute load average; -1 unknown */
 } bench_placement;
 
-/** Measure the placement now: bench_pingpong() (200000 round trips,
+/** Measure the placement now: bench_pingpong() (100000 round trips,
  *  trials trials) and the 1-minute load average. */
 void bench_placement_take(bench_placement *out, int trials);
 

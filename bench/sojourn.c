@@ -95,9 +95,9 @@ static void preamble(const config *cfg, bench_machine *m, bench_calib *cal,
     bench_machine_get(m);
     printf("# rp-bench-sojourn (routepool %s)\n", rp_version());
     bench_machine_print(stdout, m);
-    bench_placement_take(place, 5);
+    bench_placement_take(place, 7);
     if (place->pp.one_way_ns > 0)
-        bench_pingpong_print(stdout, &place->pp, 5);
+        bench_pingpong_print(stdout, &place->pp, 7);
     print_wake_latency(wake);
     bench_calibrate(cal, 300, 21);
     iters_short = (uint64_t)(cal->iters_per_us * SHORT_US + 0.5);
@@ -234,7 +234,7 @@ int main(int argc, char **argv)
         run_load(li, &cfg, &w, &b);
         print_load(li, &cfg);
     }
-    bench_placement_take(&end, 3);
+    bench_placement_take(&end, 7);
     print_verdict(&cfg, &start, &end, &wake);
     printf("\n# total time %.0f s\n", (double)(bench_now_ns() - t0) / 1e9);
     if (cfg.json)

@@ -304,7 +304,8 @@ redisReply *rp__conn_eval(rp__conn *k, rp__script *sc, int nkeys, int argc,
     av[2] = nk;
     al[2] = (size_t)nkl;
     memcpy(av + 3, argv, sizeof *argv * (size_t)argc);
-    memcpy(al + 3, lens, sizeof *lens * (size_t)argc);
+    for (int i = 0; i < argc; i++)
+        al[3 + i] = lens ? lens[i] : strlen(argv[i]);
     redisReply *r = rp__conn_cmd(k, argc + 3, av, al);
     if (r && sha && is_noscript(r)) {
         /* The script cache was emptied (restart, failover, SCRIPT FLUSH). */

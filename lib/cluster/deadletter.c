@@ -64,11 +64,8 @@ static redisReply *xrange(rp_cluster_node *node, const char *from, const char *t
     char count[24];
     snprintf(count, sizeof count, "%zu", max);
     const char *av[] = {"XRANGE", node->k_dead, from, to, "COUNT", count};
-    size_t al[6];
-    for (int i = 0; i < 6; i++)
-        al[i] = strlen(av[i]);
     pthread_mutex_lock(&node->send_lock);
-    redisReply *r = rp__conn_cmd(&node->sendc, 6, av, al);
+    redisReply *r = rp__conn_cmd(&node->sendc, 6, av, NULL);
     pthread_mutex_unlock(&node->send_lock);
     return r;
 }
@@ -122,9 +119,8 @@ int rp_cluster_dead_list(rp_cluster_node *node, size_t max,
 static int xdel_dead(rp_cluster_node *node, const char *dead_id, long long *deleted)
 {
     const char *av[] = {"XDEL", node->k_dead, dead_id};
-    size_t al[] = {4, strlen(node->k_dead), strlen(dead_id)};
     pthread_mutex_lock(&node->send_lock);
-    redisReply *r = rp__conn_cmd(&node->sendc, 3, av, al);
+    redisReply *r = rp__conn_cmd(&node->sendc, 3, av, NULL);
     pthread_mutex_unlock(&node->send_lock);
     int rc = r && r->type == REDIS_REPLY_INTEGER ? 0 : RP_EUNAVAILABLE;
     if (rc == 0)

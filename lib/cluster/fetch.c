@@ -487,10 +487,7 @@ static int reread_page(rp_cluster_node *node, const char *from, char *last, size
 {
     const char *av[] = {"XREADGROUP", "GROUP", "rp", node->id, "COUNT", "500",
                         "STREAMS", node->k_inbox, from};
-    size_t al[9];
-    for (int i = 0; i < 9; i++)
-        al[i] = strlen(av[i]);
-    redisReply *r = rp__conn_cmd(&node->fetchc, 9, av, al);
+    redisReply *r = rp__conn_cmd(&node->fetchc, 9, av, NULL);
     const redisReply *entries = NULL;
     int n = -1;
     if (r && rp__read_entries(r, &entries) == 0) {

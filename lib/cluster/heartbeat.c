@@ -105,13 +105,10 @@ static int report(rp_cluster_node *node)
     char extra[24], px[24];
     const char *av[] = {node->k_depth, node->k_lease, node->k_inbox, node->k_nodes,
                         node->id, node->token, extra, px, node->pool ? "1" : "0"};
-    size_t al[9];
     snprintf(extra, sizeof extra, "%lld", (long long)extra_depth(node));
     snprintf(px, sizeof px, "%d", node->dead_after_ms);
-    for (int i = 0; i < 9; i++)
-        al[i] = strlen(av[i]);
     int64_t t0 = rp__mono_ms();
-    redisReply *r = rp__conn_eval(&node->hbc, &node->report_script, 4, 9, av, al);
+    redisReply *r = rp__conn_eval(&node->hbc, &node->report_script, 4, 9, av, NULL);
     long long d, ms;
     bool ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element &&
               int_elem(r->element[0], &d) && int_elem(r->element[1], &ms);
@@ -210,10 +207,7 @@ static const rp__cluster_member *find_report(const tick_view *v, const char *id,
 static int run_script(rp_cluster_node *node, rp__script *sc, int nkeys, int argc,
                       const char **av)
 {
-    size_t al[8];
-    for (int i = 0; i < argc; i++)
-        al[i] = strlen(av[i]);
-    redisReply *r = rp__conn_eval(&node->hbc, sc, nkeys, argc, av, al);
+    redisReply *r = rp__conn_eval(&node->hbc, sc, nkeys, argc, av, NULL);
     long long v = 0;
     bool ok = r && int_elem(r, &v);
     if (r)

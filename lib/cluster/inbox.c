@@ -17,10 +17,7 @@
 int rp__ensure_group(rp_cluster_node *node, rp__conn *k)
 {
     const char *av[] = {"XGROUP", "CREATE", node->k_inbox, "rp", "0", "MKSTREAM"};
-    size_t al[6];
-    for (int i = 0; i < 6; i++)
-        al[i] = strlen(av[i]);
-    redisReply *r = rp__conn_cmd(k, 6, av, al);
+    redisReply *r = rp__conn_cmd(k, 6, av, NULL);
     if (!r)
         return RP_EUNAVAILABLE;
     int rc = 0;

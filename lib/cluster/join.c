@@ -138,10 +138,7 @@ static int take_lease(rp_cluster_node *node)
     char px[24];
     snprintf(px, sizeof px, "%d", node->dead_after_ms);
     const char *av[] = {"SET", node->k_lease, node->token, "NX", "PX", px};
-    size_t al[6];
-    for (int i = 0; i < 6; i++)
-        al[i] = strlen(av[i]);
-    redisReply *r = rp__conn_cmd(&node->hbc, 6, av, al);
+    redisReply *r = rp__conn_cmd(&node->hbc, 6, av, NULL);
     if (!r)
         return rp_error_set(RP_EUNAVAILABLE, "rp_cluster_join: opts.redis: %s",
                             node->hbc.err);
@@ -345,10 +342,7 @@ static void leave_membership(rp_cluster_node *node)
     char *lock = rp__key(node, "recover", node->id);
     const char *cav[] = {node->k_inbox, node->k_depth, node->k_nodes, node->k_lease,
                          lock ? lock : node->k_lease, node->id};
-    size_t cl[6];
-    for (int i = 0; i < 6; i++)
-        cl[i] = strlen(cav[i]);
-    r = rp__conn_eval(&node->hbc, &node->cleanup_script, 5, 6, cav, cl);
+    r = rp__conn_eval(&node->hbc, &node->cleanup_script, 5, 6, cav, NULL);
     if (r)
         freeReplyObject(r);
     free(lock);

@@ -128,13 +128,16 @@ void rp__conn_init(rp__conn *k, const rp__cluster_settings *s,
                    _Atomic uint64_t *reconnects);
 /** Connect if needed: 0 when up, RP_EUNAVAILABLE (backoff or failure). */
 int rp__conn_ensure(rp__conn *k);
-/** Run one command (argv form, binary-safe).  Returns the reply (caller
- *  frees with freeReplyObject) or NULL when Redis is unavailable (the
- *  context is dropped; k->err says why).  An error reply is returned as
- *  a reply of type REDIS_REPLY_ERROR. */
+/** Run one command (argv form, binary-safe).  lens: each argument's
+ *  length, or NULL when every argument is a NUL-terminated string (hiredis
+ *  then takes strlen of each).  Returns the reply (caller frees with
+ *  freeReplyObject) or NULL when Redis is unavailable (the context is
+ *  dropped; k->err says why).  An error reply is returned as a reply of
+ *  type REDIS_REPLY_ERROR. */
 redisReply *rp__conn_cmd(rp__conn *k, int argc, const char **argv,
                          const size_t *lens);
-/** Pipelining: append n commands then read their n replies.  On NULL from
+/** Pipelining: append n commands (lens NULL as for rp__conn_cmd) then
+ *  read their n replies.  On NULL from
  *  get_reply the connection is dropped and the remaining replies lost. */
 int rp__conn_append(rp__conn *k, int argc, const char **argv, const size_t *lens);
 redisReply *rp__conn_get_reply(rp__conn *k);
@@ -153,8 +156,8 @@ typedef struct rp__script {
 int rp__script_load(rp__conn *k, rp__script *sc);
 
 /** EVALSHA (or EVAL on NOSCRIPT / unknown sha) script with nkeys keys then
- *  args: argv holds keys then args, lens their lengths.  Returns as
- *  rp__conn_cmd(). */
+ *  args: argv holds keys then args, lens their lengths (NULL: all are
+ *  NUL-terminated strings).  Returns as rp__conn_cmd(). */
 redisReply *rp__conn_eval(rp__conn *k, rp__script *sc, int nkeys, int argc,
                           const char **argv, const size_t *lens);
 

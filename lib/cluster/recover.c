@@ -27,10 +27,7 @@ enum { BATCH = 200 };
 
 static void cmd_free(rp__conn *k, int argc, const char **av)
 {
-    size_t al[8];
-    for (int i = 0; i < argc; i++)
-        al[i] = strlen(av[i]);
-    redisReply *r = rp__conn_cmd(k, argc, av, al);
+    redisReply *r = rp__conn_cmd(k, argc, av, NULL);
     if (r)
         freeReplyObject(r);
 }
@@ -177,17 +174,11 @@ static int move_pending(rp_cluster_node *node, rp__conn *k, const char *inbox,
                         const char *dead, const char *exclude)
 {
     const char *pav[] = {"XPENDING", inbox, "rp", "-", "+", "200"};
-    size_t pal[6];
-    for (int i = 0; i < 6; i++)
-        pal[i] = strlen(pav[i]);
-    redisReply *p = rp__conn_cmd(k, 6, pav, pal);
+    redisReply *p = rp__conn_cmd(k, 6, pav, NULL);
     if (!p)
         return RP_EUNAVAILABLE;
     const char *cav[] = {"XAUTOCLAIM", inbox, "rp", node->id, "0", "0-0", "COUNT", "200"};
-    size_t cal[8];
-    for (int i = 0; i < 8; i++)
-        cal[i] = strlen(cav[i]);
-    redisReply *c = p->type == REDIS_REPLY_ARRAY && p->elements ? rp__conn_cmd(k, 8, cav, cal)
+    redisReply *c = p->type == REDIS_REPLY_ARRAY && p->elements ? rp__conn_cmd(k, 8, cav, NULL)
                                                                  : NULL;
     const redisReply *entries = NULL;
     rp__bytes cursor;
@@ -216,10 +207,7 @@ static int move_unread(rp_cluster_node *node, rp__conn *k, const char *inbox,
         return 0; /* nobody to move to: leave them unread */
     const char *av[] = {"XREADGROUP", "GROUP", "rp", node->id, "COUNT", "200",
                         "STREAMS", inbox, ">"};
-    size_t al[9];
-    for (int i = 0; i < 9; i++)
-        al[i] = strlen(av[i]);
-    redisReply *r = rp__conn_cmd(k, 9, av, al);
+    redisReply *r = rp__conn_cmd(k, 9, av, NULL);
     if (!r)
         return RP_EUNAVAILABLE;
     const redisReply *entries = NULL;

@@ -804,6 +804,10 @@ int main(int argc, char **argv)
     redisContext *rc_ = cr_connect(c.redis, 5000);
     if (!rc_)
         return 1;
+    /* Where the run ran: the verdicts below are read against it (the
+     * ask's wake-ups cost what the placement and the load make them). */
+    bench_placement start, end;
+    bench_placement_take(&start, 3);
     bool ok = true;
     for (int i = 0; ok && i < 2; i++)
         ok = run_conf(&c, rc_, i + 2, &res[i]);
@@ -819,5 +823,7 @@ int main(int argc, char **argv)
            " wake-up from BLPOP\n", ping);
     bench_csv_row("cluster", "redis PING", "p50", "us", ping, ping, ping, 1);
     print_ratios(&c, res, 2);
+    bench_placement_take(&end, 3);
+    bench_placement_verdict(stdout, "cluster", "  ", &start, &end);
     return 0;
 }

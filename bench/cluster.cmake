@@ -7,6 +7,8 @@
 #   rp-bench-cluster        routepool cluster nodes end to end (2 and 3 nodes on
 #                           one Redis) and the sequential ask round trip, with
 #                           same-run ratios to BullMQ and to the floor
+#   rp-bench-ask-ab         the ask round trip to nodes on two library builds,
+#                           interleaved (bench/ask-ab)
 #
 # Both need hiredis; rp-bench-cluster also the cluster library.  bench/run
 # starts the redis-server they talk to and installs BullMQ with npm.
@@ -22,6 +24,10 @@ target_link_libraries(rp-bench-streams-floor PRIVATE PkgConfig::HIREDIS)
 if(TARGET routepool_cluster)
   rp_add_bench(rp-bench-cluster cluster.c cluster_redis.c cluster_redis.h)
   target_link_libraries(rp-bench-cluster PRIVATE routepool_cluster PkgConfig::HIREDIS)
+  # rp-bench-ask-ab: the ask round trip to nodes of two library builds,
+  # interleaved (bench/ask-ab runs it).
+  rp_add_bench(rp-bench-ask-ab ask_ab.c)
+  target_link_libraries(rp-bench-ask-ab PRIVATE routepool_cluster)
 else()
   message(STATUS "rp-bench-cluster: the cluster library is not built; skipped")
 endif()

@@ -161,6 +161,8 @@ static void push_ack_locked(rp_cluster_node *node, char *sid)
         node->acks = a;
         node->cap_acks = cap;
     }
+    if (node->nacks == 0)
+        node->acks_since_ms = rp__mono_ms();
     node->acks[node->nacks++] = sid;
 }
 
@@ -557,9 +559,35 @@ static size_t entries_in(const redisReply *r)
     return r->type == REDIS_REPLY_ARRAY && rp__read_entries(r, &e) == 0 && e ? e->elements : 0;
 }
 
-/* One round trip: XACK + XDEL of what finished so far, then XREADGROUP.
- * *busy_ms is the fetch thread's busy block time (see BLOCK_IDLE_MS). */
-static void fetch_once(rp_cluster_node *node, unsigned slots, unsigned *busy_ms)
+/*
+ * Acknowledgements held back from the read that follows a dispatch.  That
+ * read goes out while the jobs just handed to the pool start; an XACK +
+ * XDEL on it makes Redis answer them at once and wakes the fetch thread to
+ * read the answers, both on the CPUs the routees and Redis need for the
+ * jobs (an ask's reply queued behind them: 16-19 µs of a 175-250 µs round
+ * trip, bench/ask-ab, docs/cluster.md "Performance").  So that read carries
+ * them only once ACK_HOLD_MAX are waiting or the oldest waited
+ * ACK_HOLD_MS; every other read (after an empty one, with nothing in
+ * flight) carries all.  An entry is thus acknowledged at most ACK_HOLD_MS
+ * plus one read after its job ran, and at most ACK_HOLD_MAX more ran
+ * entries are delivered again after a crash (at-least-once, counted as
+ * duplicates).
+ */
+enum { ACK_HOLD_MAX = 64, ACK_HOLD_MS = 5 };
+
+/* Under node->lock: whether the acks wait for a later read. */
+static bool hold_acks_locked(const rp_cluster_node *node, bool after_entries)
+{
+    return after_entries && node->inflight > 0 && node->nacks > 0 &&
+           node->nacks < ACK_HOLD_MAX && rp__mono_ms() - node->acks_since_ms < ACK_HOLD_MS;
+}
+
+/* One round trip: XACK + XDEL of what finished so far (unless held, see
+ * ACK_HOLD_MAX), then XREADGROUP.  *busy_ms is the fetch thread's busy
+ * block time (see BLOCK_IDLE_MS); *after_entries says the previous read
+ * brought entries (and is set for the next call). */
+static void fetch_once(rp_cluster_node *node, unsigned slots, unsigned *busy_ms,
+                       bool *after_entries)
 {
     bool was_up = node->fetchc.c != NULL;
     if (rp__conn_ensure(&node->fetchc) < 0) {
@@ -568,9 +596,11 @@ static void fetch_once(rp_cluster_node *node, unsigned slots, unsigned *busy_ms)
     }
     if (!was_up)
         reread_own(node);
-    char **ids;
+    char **ids = NULL;
+    size_t n = 0;
     pthread_mutex_lock(&node->lock);
-    size_t n = take_acks_locked(node, &ids);
+    if (!hold_acks_locked(node, *after_entries))
+        n = take_acks_locked(node, &ids);
     bool busy = node->inflight > 0;
     pthread_mutex_unlock(&node->lock);
     if (!busy)
@@ -593,8 +623,10 @@ static void fetch_once(rp_cluster_node *node, unsigned slots, unsigned *busy_ms)
         rp__sleep_ms(50);
         return;
     }
-    if (busy && !n && entries_in(r) == 0)
+    size_t got = entries_in(r);
+    if (busy && !n && got == 0)
         *busy_ms = *busy_ms * 2 < BLOCK_IDLE_MS ? *busy_ms * 2 : BLOCK_IDLE_MS;
+    *after_entries = got > 0;
     handle_read(node, r);
     freeReplyObject(r);
 }
@@ -603,8 +635,9 @@ void *rp__fetch_main(void *arg)
 {
     rp_cluster_node *node = arg;
     unsigned slots, busy_ms = BLOCK_BUSY_MIN_MS;
+    bool after_entries = false;
     while ((slots = wait_slots(node)) > 0)
-        fetch_once(node, slots, &busy_ms);
+        fetch_once(node, slots, &busy_ms, &after_entries);
     if (rp__conn_ensure(&node->fetchc) == 0)
         rp__flush_acks(node, &node->fetchc);
     return NULL;

@@ -117,6 +117,7 @@ struct rp_cluster_node {
     _Atomic bool leaving;
     char **acks;
     size_t nacks, cap_acks;
+    int64_t acks_since_ms;         /* when acks[0] was pushed (mono ms) */
     rp_cluster_job *handback;
     rp_cluster_job *live_jobs;     /* fetched, in the pool (not handed back) */
     pthread_t fetch_thr;

@@ -58,3 +58,60 @@ Test(acks, burst__last_entries_are_acknowledged_when_they_ran_not_a_blocked_read
     cr_assert_eq(h_node_term(&n), 0);
     h_node_cleanup(&n);
 }
+
+/* Calls of a Redis command so far (INFO commandstats). */
+static long calls_of(redisContext *rc, const char *cmd)
+{
+    redisReply *r = h_cmd(rc, "INFO commandstats");
+    char needle[64];
+    const char *p;
+    long n = 0;
+
+    snprintf(needle, sizeof needle, "cmdstat_%s:calls=", cmd);
+    if (r && r->type == REDIS_REPLY_STRING && (p = strstr(r->str, needle)))
+        n = atol(p + strlen(needle));
+    freeReplyObject(r);
+    return n;
+}
+
+/* Sequential asks: the read that follows each ask's dispatch used to carry
+ * the previous ask's XACK + XDEL (one of each per ask, on the next ask's
+ * way); now acknowledgements wait for 64 of them or 5 ms (fetch.c,
+ * ACK_HOLD_MAX), and every entry is still acknowledged soon after the
+ * last job ran. */
+Test(acks, sequential_asks__acknowledgements_batch_and_still_follow_the_jobs)
+{
+    h_node n;
+    cr_assert_eq(h_node_start(&n, &redis, prefix, "a", NULL), 0);
+    rp_cluster_node *c = client();
+    redisContext *rc = h_redis_connect(&redis);
+    enum { N = 300 };
+    rp_future *f;
+    /* One ask first, so the node is up and reading before counting. */
+    cr_assert_eq(rp_cluster_ask_node(c, "a", "echo", "x", 1, 10000, &f), 0, "%s", rp_errmsg());
+    cr_assert_eq(rp_future_wait(f, 20000), 0);
+    rp_future_release(f);
+    cr_assert_lt(ms_until_empty(rc, "a"), 5000);
+    long xack0 = calls_of(rc, "xack");
+    long long t0 = h_now_ms();
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(rp_cluster_ask_node(c, "a", "echo", "x", 1, 10000, &f), 0, "%s", rp_errmsg());
+        cr_assert_eq(rp_future_wait(f, 20000), 0);
+        cr_assert_eq(rp_future_status(f), RP_FUTURE_FULFILLED);
+        rp_future_release(f);
+    }
+    long long elapsed = h_now_ms() - t0;
+    long long drain = ms_until_empty(rc, "a");
+    long xacks = calls_of(rc, "xack") - xack0;
+    /* One XACK per 5 ms of asking or per 64 entries, plus the reads that
+     * followed empty ones; one per ask (N) before. */
+    long bound = 4 + (long)(elapsed / 5) + N / 64;
+    cr_assert_lt(bound, N, "the asks were too slow (%lld ms) for the bound to tell", elapsed);
+    cr_assert_leq(xacks, bound, "%ld XACKs for %d sequential asks in %lld ms", xacks, N, elapsed);
+    cr_assert_lt(drain, 50, "%lld ms from the last reply until the inbox was empty", drain);
+    cr_assert_eq(node_stat(c, "a", "acked"), N + 1);
+    redisFree(rc);
+    rp_cluster_leave(c);
+    cr_assert_eq(h_node_term(&n), 0);
+    h_node_cleanup(&n);
+}

@@ -7,8 +7,9 @@
  * backlog stays in Redis where a survivor can claim it.  With no free
  * slot it sleeps on the node's condition variable until a job finishes.
  * Finished entries are acknowledged in batches: one XACK and one XDEL for
- * every id collected, pipelined with the next XREADGROUP (one round
- * trip), written in RESP directly (resp.h).  A read blocks 100 ms on an
+ * every id collected, pipelined with a later XREADGROUP (one round
+ * trip; the read right after a dispatch holds them back, see
+ * ACK_HOLD_MAX), written in RESP directly (resp.h).  A read blocks 100 ms on an
  * empty inbox only when nothing is in flight; while jobs run it blocks
  * briefly (1 ms, doubling while reads come back empty: see BLOCK_IDLE_MS),
  * so the last entries of a burst are acknowledged about when they ran,

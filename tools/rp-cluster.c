@@ -15,6 +15,14 @@
  * has no call that lists members.  Exit status: 0 done, 1 runtime failure
  * (Redis unreachable, no live node, the ask failed or timed out), 2 bad
  * command line.
+ *
+ * --router weighted takes its weights from --weights ID=W,...; they are
+ * checked here, strictly, before anything is sent (a bad list is a bad
+ * command line, exit 2, not the library's RP_EINVAL at router creation).
+ * A custom router (RP_CLUSTER_ROUTER_CUSTOM) is a pick callback, i.e.
+ * code: library only.  submit --count N sends N jobs through one router,
+ * so the weighted (and round-robin) sequence shows; each process has a
+ * router of its own, whose sequence starts again at its first node.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -31,10 +39,13 @@
 
 typedef struct rc_cfg {
     rp_cluster_options co;
-    const char *password_file, *node, *payload, *payload_file, *router, *key;
-    bool json, quick;
+    const char *password_file, *node, *payload, *payload_file, *router, *key, *weights_arg;
+    bool json, quick, count_given;
     int timeout_ms, stale_ms, dead_after_ms;
-    long long max;
+    long long max, count;
+    rp_cluster_weight *weights;   /* --weights, parsed: nweights pairs */
+    size_t nweights;
+    char *weights_buf;            /* the ids of weights point into it */
     char password[512];
 } rc_cfg;
 
@@ -61,8 +72,16 @@ static void usage(FILE *f)
         "                         smallest reported depth)\n"
         "      --router KIND      submit/ask through a cluster router instead: round-robin,\n"
         "                         random, broadcast (submit only), smallest-mailbox,\n"
-        "                         consistent-hash (submit with --key), least-used\n"
+        "                         consistent-hash (submit with --key), least-used,\n"
+        "                         weighted (with --weights).  A custom router (a pick\n"
+        "                         callback) needs code: library only (RP_CLUSTER_ROUTER_CUSTOM)\n"
+        "      --weights LIST     weighted: LIST is ID=W,ID=W,... (node ids, distinct; weights\n"
+        "                         1..1000000; a=3,b=1: a gets 3 of every 4 jobs); a live node\n"
+        "                         not listed weighs 1\n"
         "      --key K            submit: the job's key (consistent-hash routes by it)\n"
+        "      --count N          submit: send the job N times through one router or to one\n"
+        "                         node (default 1); a router's sequence (round-robin,\n"
+        "                         weighted) starts again in each rp-cluster process\n"
         "  -d, --payload STR      the payload (default: stdin, or empty when stdin is a terminal)\n"
         "  -f, --payload-file F   the payload from file F (- for stdin)\n"
         "  -t, --timeout-ms N     ask: give up after N ms (default 5000)\n"
@@ -76,7 +95,10 @@ static void usage(FILE *f)
         "failed or timed out), 2 bad command line.\n");
 }
 
-enum { OPT_PASSWORD_FILE = 256, OPT_STALE, OPT_DEAD_AFTER, OPT_MAX, OPT_QUICK, OPT_ROUTER, OPT_KEY };
+enum {
+    OPT_PASSWORD_FILE = 256, OPT_STALE, OPT_DEAD_AFTER, OPT_MAX, OPT_QUICK, OPT_ROUTER, OPT_KEY,
+    OPT_WEIGHTS, OPT_COUNT
+};
 
 static const struct option LONGOPTS[] = {
     {"redis", required_argument, NULL, 'r'},      {"prefix", required_argument, NULL, 'P'},
@@ -87,6 +109,8 @@ static const struct option LONGOPTS[] = {
     {"dead-after-ms", required_argument, NULL, OPT_DEAD_AFTER},
     {"max", required_argument, NULL, OPT_MAX},    {"quick", no_argument, NULL, OPT_QUICK},
     {"router", required_argument, NULL, OPT_ROUTER}, {"key", required_argument, NULL, OPT_KEY},
+    {"weights", required_argument, NULL, OPT_WEIGHTS},
+    {"count", required_argument, NULL, OPT_COUNT},
     {"json", no_argument, NULL, 'j'},             {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},          {NULL, 0, NULL, 0}};
 
@@ -98,7 +122,8 @@ static const struct {
              {"broadcast", RP_CLUSTER_ROUTER_BROADCAST},
              {"smallest-mailbox", RP_CLUSTER_ROUTER_SMALLEST_MAILBOX},
              {"consistent-hash", RP_CLUSTER_ROUTER_CONSISTENT_HASH},
-             {"least-used", RP_CLUSTER_ROUTER_LEAST_USED}};
+             {"least-used", RP_CLUSTER_ROUTER_LEAST_USED},
+             {"weighted", RP_CLUSTER_ROUTER_WEIGHTED}};
 
 static bool int_opt(const char *opt, const char *v, long long min, long long max, int *out)
 {
@@ -127,9 +152,117 @@ static bool apply_opt(rc_cfg *cfg, int c, const char *v)
     case OPT_QUICK: cfg->quick = true; return true;
     case OPT_ROUTER: cfg->router = v; return true;
     case OPT_KEY: cfg->key = v; return true;
+    case OPT_WEIGHTS: cfg->weights_arg = v; return true;
+    case OPT_COUNT:
+        cfg->count_given = true;
+        return ca_parse_int("rp-cluster", "--count", v, 1, 1000000, &cfg->count);
     case 'j': cfg->json = true; return true;
     }
     return false;
+}
+
+/* The usage text and the messages below spell these limits out. */
+_Static_assert(RP_WEIGHT_MAX == 1000000u && RP_CLUSTER_ID_MAX == 128u,
+               "rp-cluster's --weights text names 1..1000000 and 128 bytes");
+
+static bool bad_weight(const char *pair, const char *why)
+{
+    fprintf(stderr, "rp-cluster: --weights: '%s': %s\n", pair, why);
+    return false;
+}
+
+/* One ID=W of --weights (pair is one comma-separated item, NUL-terminated):
+ * ID as node ids are (1..RP_CLUSTER_ID_MAX bytes of [A-Za-z0-9_.:-], so
+ * neither '=' nor ',' can be part of one), W decimal digits only (no sign,
+ * no spaces), 1..RP_WEIGHT_MAX.  On success the '=' becomes the id's NUL.
+ * False after a message. */
+static bool parse_weight(char *pair, rp_cluster_weight *w)
+{
+    static const char ID_CHARS[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:-";
+    char *eq = strchr(pair, '=');
+    size_t id_len = eq ? (size_t)(eq - pair) : 0, digits = eq ? strspn(eq + 1, "0123456789") : 0;
+    unsigned long n = 0;
+
+    if (!eq)
+        return bad_weight(pair, "no '='; want ID=WEIGHT");
+    if (id_len == 0 || id_len > RP_CLUSTER_ID_MAX || strspn(pair, ID_CHARS) != id_len)
+        return bad_weight(pair, "the node id must be 1..128 bytes of [A-Za-z0-9_.:-]");
+    if (digits == 0 || eq[1 + digits] != '\0')
+        return bad_weight(pair, "the weight must be a decimal integer 1..1000000");
+    for (size_t i = 0; i < digits && n <= RP_WEIGHT_MAX; i++)
+        n = n * 10 + (unsigned long)(eq[1 + i] - '0');   /* stops before it can wrap */
+    if (n == 0 || n > RP_WEIGHT_MAX)
+        return bad_weight(pair, "the weight must be 1..1000000");
+    *eq = '\0';
+    w->node_id = pair;
+    w->weight = (unsigned)n;
+    return true;
+}
+
+/* --weights ID=W,... into cfg->weights (ids distinct, at most
+ * RP_ROUTEES_MAX pairs).  @return -1 to go on, else the exit status. */
+static int parse_weights(rc_cfg *cfg)
+{
+    size_t n = 1;
+
+    for (const char *p = cfg->weights_arg; *p; p++)
+        n += *p == ',';
+    if (n > RP_ROUTEES_MAX) {
+        fprintf(stderr, "rp-cluster: --weights: %zu pairs, at most %u\n", n, RP_ROUTEES_MAX);
+        return 2;
+    }
+    cfg->weights_buf = strdup(cfg->weights_arg);
+    cfg->weights = calloc(n, sizeof *cfg->weights);
+    if (!cfg->weights_buf || !cfg->weights) {
+        fprintf(stderr, "rp-cluster: out of memory\n");
+        return 1;
+    }
+    char *item = cfg->weights_buf;
+    for (size_t i = 0; i < n; i++) {
+        char *comma = strchr(item, ',');
+        if (comma)
+            *comma = '\0';
+        if (!*item) {
+            fprintf(stderr, "rp-cluster: --weights '%s': item %zu is empty; want ID=W,ID=W,...\n",
+                    cfg->weights_arg, i + 1);
+            return 2;
+        }
+        if (!parse_weight(item, &cfg->weights[i]))
+            return 2;
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(cfg->weights[j].node_id, item)) {
+                fprintf(stderr, "rp-cluster: --weights: node '%s' is listed twice\n", item);
+                return 2;
+            }
+        item = comma ? comma + 1 : item;
+    }
+    cfg->nweights = n;
+    return -1;
+}
+
+/* --router KIND, and the options that go with a kind.  @return -1 to go
+ * on, else the exit status. */
+static int check_router(rc_cfg *cfg)
+{
+    bool known = !cfg->router, weighted = cfg->router && !strcmp(cfg->router, "weighted");
+
+    for (size_t i = 0; !known && i < sizeof KINDS / sizeof KINDS[0]; i++)
+        known = !strcmp(cfg->router, KINDS[i].name);
+    const char *why = cfg->router && cfg->node ? "--node and --router exclude each other"
+        : cfg->router && !strcmp(cfg->router, "custom")
+        ? "--router custom: a custom router's pick is a callback, i.e. code: use the library "
+          "(RP_CLUSTER_ROUTER_CUSTOM, opts.pick)"
+        : !known ? "--router: round-robin, random, broadcast, smallest-mailbox, consistent-hash, "
+                   "least-used or weighted"
+        : weighted && !cfg->weights_arg ? "--router weighted needs --weights ID=W,ID=W,..."
+        : !weighted && cfg->weights_arg ? "--weights goes with --router weighted only"
+        : NULL;
+    if (why) {
+        fprintf(stderr, "rp-cluster: %s\n", why);
+        return 2;
+    }
+    return weighted ? parse_weights(cfg) : -1;
 }
 
 /* @return -1 to go on, else the exit status. */
@@ -139,6 +272,7 @@ static int parse_args(rc_cfg *cfg, int argc, char **argv)
 
     rp_cluster_options_init(&cfg->co);
     cfg->timeout_ms = 5000, cfg->stale_ms = 1000, cfg->dead_after_ms = 3000, cfg->max = 100;
+    cfg->count = 1;
     while ((c = getopt_long(argc, argv, "r:P:u:n:d:f:t:jhV", LONGOPTS, NULL)) != -1) {
         if (c == 'h') {
             usage(stdout);
@@ -151,15 +285,9 @@ static int parse_args(rc_cfg *cfg, int argc, char **argv)
             return 2;
         }
     }
-    bool known = !cfg->router;
-    for (size_t i = 0; !known && i < sizeof KINDS / sizeof KINDS[0]; i++)
-        known = !strcmp(cfg->router, KINDS[i].name);
-    if (!known || (cfg->router && cfg->node)) {
-        fprintf(stderr, "rp-cluster: %s\n", cfg->node && cfg->router
-                ? "--node and --router exclude each other"
-                : "--router: round-robin, random, broadcast, smallest-mailbox, consistent-hash or least-used");
-        return 2;
-    }
+    int rc = check_router(cfg);
+    if (rc >= 0)
+        return rc;
     if (cfg->payload && cfg->payload_file) {
         fprintf(stderr, "rp-cluster: --payload and --payload-file exclude each other\n");
         return 2;
@@ -295,6 +423,8 @@ static int make_router(const rc_cfg *cfg, rp_cluster_node *node, rp_cluster_rout
     for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++)
         if (!strcmp(cfg->router, KINDS[i].name))
             o.kind = KINDS[i].kind;
+    if (o.kind == RP_CLUSTER_ROUTER_WEIGHTED)
+        o.weights = cfg->weights, o.nweights = cfg->nweights;
     int rc = rp_cluster_router_create(r, node, &o);
     for (int i = 0; rc == 0 && i < 100 && rp_cluster_router_size(*r) == 0; i++) {
         nanosleep(&tick, NULL);
@@ -322,15 +452,20 @@ static int send_one(const rc_cfg *cfg, rp_cluster_node *node, rp_cluster_router 
 
 static void print_submitted(const rc_cfg *cfg, const char *via, const char *handler, size_t len)
 {
-    if (!cfg->json) {
-        printf("submitted %s (%zu bytes) %s %s\n", handler, len, cfg->router ? "via" : "to", via);
+    const char *to = cfg->router ? "via" : "to";
+
+    if (!cfg->json && cfg->count == 1) {
+        printf("submitted %s (%zu bytes) %s %s\n", handler, len, to, via);
+        return;
+    } else if (!cfg->json) {
+        printf("submitted %lld x %s (%zu bytes each) %s %s\n", cfg->count, handler, len, to, via);
         return;
     }
     printf("{\"%s\":", cfg->router ? "router" : "node");
     cj_str(stdout, via, strlen(via));
     printf(",\"handler\":");
     cj_str(stdout, handler, strlen(handler));
-    printf(",\"bytes\":%zu}\n", len);
+    printf(",\"bytes\":%zu,\"count\":%lld}\n", len, cfg->count);
 }
 
 /* submit or ask HANDLER: to --node, through --router, or to the live node
@@ -345,13 +480,17 @@ static int cmd_send(const rc_cfg *cfg, bool ask, const char *handler)
     rp_cluster_router *r = NULL;
     rp_future *f = NULL;
     int rc = 1, err = 0;
+    long long sent = 0;   /* ask: count is 1 */
 
     if (!payload || (!target && !cfg->router) || join_client(cfg, &node) < 0)
         goto out;
     int64_t t0 = now_us();
     if (cfg->router && (err = make_router(cfg, node, &r)) < 0)
         goto fail;
-    if ((err = send_one(cfg, node, r, target, ask, handler, payload, len, &f)) < 0)
+    while (sent < cfg->count &&
+           (err = send_one(cfg, node, r, target, ask, handler, payload, len, &f)) == 0)
+        sent++;
+    if (err < 0)
         goto fail;
     if (!ask) {
         print_submitted(cfg, target ? target : cfg->router, handler, len);
@@ -362,7 +501,10 @@ static int cmd_send(const rc_cfg *cfg, bool ask, const char *handler)
     rc = print_reply(cfg, target ? target : cfg->router, f, now_us() - t0);
     goto out;
 fail:
-    fprintf(stderr, "rp-cluster %s: %s: %s\n", ask ? "ask" : "submit", rp_err_name(err), rp_errmsg());
+    fprintf(stderr, "rp-cluster %s: %s: %s", ask ? "ask" : "submit", rp_err_name(err), rp_errmsg());
+    if (cfg->count > 1)
+        fprintf(stderr, " (%lld of %lld jobs stored before it)", sent, cfg->count);
+    fputc('\n', stderr);
 out:
     rp_future_release(f);
     rp_cluster_router_destroy(r);
@@ -430,29 +572,37 @@ static int cmd_dead(const rc_cfg *cfg, int argc, char **argv)
     return rc < 0 ? 1 : 0;
 }
 
+/* The command after the options: args[0..nargs-1]; self is argv[0]. */
+static int run(const rc_cfg *cfg, int nargs, char **args, const char *self)
+{
+    const char *cmd = nargs > 0 ? args[0] : "";
+
+    if (cfg->count_given && strcmp(cmd, "submit") != 0) {
+        fprintf(stderr, "rp-cluster: --count goes with submit only\n");
+        return 2;
+    }
+    if (!strcmp(cmd, "status") && nargs == 1)
+        return cmd_status(cfg);
+    if ((!strcmp(cmd, "submit") || !strcmp(cmd, "ask")) && nargs == 2)
+        return cmd_send(cfg, !strcmp(cmd, "ask"), args[1]);
+    if (!strcmp(cmd, "dead"))
+        return cmd_dead(cfg, nargs - 1, args + 1);
+    if (!strcmp(cmd, "demo") && nargs == 1)
+        return cluster_demo_run(cfg->quick, self);
+    fprintf(stderr, "rp-cluster: %s (try --help)\n",
+            nargs == 0 ? "a command is required" : "unknown command or wrong arguments");
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     rc_cfg cfg = {0};
     int rc = parse_args(&cfg, argc, argv);
 
-    if (rc >= 0)
-        return rc;
-    int nargs = argc - optind;
-    char **args = argv + optind;
-    const char *cmd = nargs > 0 ? args[0] : "";
-    if (!strcmp(cmd, "status") && nargs == 1)
-        rc = cmd_status(&cfg);
-    else if ((!strcmp(cmd, "submit") || !strcmp(cmd, "ask")) && nargs == 2)
-        rc = cmd_send(&cfg, !strcmp(cmd, "ask"), args[1]);
-    else if (!strcmp(cmd, "dead"))
-        rc = cmd_dead(&cfg, nargs - 1, args + 1);
-    else if (!strcmp(cmd, "demo") && nargs == 1)
-        rc = cluster_demo_run(cfg.quick, argv[0]);
-    else {
-        fprintf(stderr, "rp-cluster: %s (try --help)\n",
-                nargs == 0 ? "a command is required" : "unknown command or wrong arguments");
-        rc = 2;
-    }
+    if (rc < 0)
+        rc = run(&cfg, argc - optind, argv + optind, argv[0]);
     memset(cfg.password, 0, sizeof cfg.password);
+    free(cfg.weights);
+    free(cfg.weights_buf);
     return rc;
 }

@@ -12,7 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "entry.h"
 #include "impl.h"
+#include "node.h"
+#include "send.h"
+#include "util.h"
 
 static bool valid_stream_id(const char *s)
 {

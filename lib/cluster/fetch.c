@@ -27,8 +27,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "entry.h"
+#include "fetch.h"
 #include "impl.h"
+#include "inbox.h"
+#include "node.h"
+#include "recover.h"
 #include "resp.h"
+#include "send.h"
+#include "util.h"
 
 /* ---- handlers ---- */
 

@@ -26,7 +26,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "heartbeat.h"
 #include "impl.h"
+#include "node.h"
+#include "recover.h"
+#include "send.h"
+#include "util.h"
 
 /* KEYS: depth, lease, inbox, nodes.  ARGV: id, token, extra depth, lease
  * px, member ("1") or client ("0").  Returns {depth, server ms}; depth -1

@@ -2,9 +2,11 @@
 /*
  * lib/cluster/impl.h - the node's state, shared by the node's own files
  * (node.c, join.c, inbox.c, fetch.c, send.c, heartbeat.c, recover.c,
- * deadletter.c, stats.c).  Private; the rest of the cluster library uses
- * node.h.  It includes inbox.h, whose one function join.c and fetch.c both
- * call (it sits below them, so the two call in one direction only).
+ * deadletter.c, stats.c): the node and job records and the counters'
+ * macros.  Private; the rest of the cluster library uses node.h.  It
+ * declares no function: each file's functions are in its own header
+ * (node.h, join.h, fetch.h, send.h, heartbeat.h, recover.h, inbox.h),
+ * and a file includes the headers of the files it calls.
  *
  * Threads of a member node: the fetch thread (its own connection: reads
  * the inbox, acknowledges), the heartbeat thread (its own connection:
@@ -23,10 +25,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "entry.h"
-#include "inbox.h"
 #include "node.h"
-#include "util.h"
 
 typedef struct handler_entry {
     char *name;
@@ -154,71 +153,5 @@ struct rp_cluster_node {
     atomic_fetch_add_explicit(&(node)->c.name, 1, memory_order_relaxed)
 #define BUMPN(node, name, n) \
     atomic_fetch_add_explicit(&(node)->c.name, (n), memory_order_relaxed)
-
-/* node.c */
-int rp__check_options(const rp_cluster_options *o);
-void rp__default_id(char *id, size_t cap);
-void rp__node_logf(const rp_cluster_node *node, int level, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-char *rp__key(const rp_cluster_node *node, const char *kind, const char *id);
-int64_t rp__server_now_ms(const rp_cluster_node *node);
-/* A live member other than exclude (NULL: any), rotating; copies into buf.
- * Returns false when there is none. */
-bool rp__pick_member(rp_cluster_node *node, const char *exclude, char *buf,
-                     size_t cap);
-
-/* join.c */
-void rp__stop_threads(rp_cluster_node *node);
-
-/* heartbeat.c */
-void rp__init_scripts(rp_cluster_node *node);
-void rp__tick(rp_cluster_node *node);
-/* Re-read the reports into the live list now (leave: the last tick's view
- * may miss a node that joined since). */
-void rp__refresh_live(rp_cluster_node *node);
-void *rp__hb_main(void *arg);
-
-/* fetch.c */
-void *rp__fetch_main(void *arg);
-void rp__job_free(rp_cluster_job *j);
-void rp__push_ack(rp_cluster_node *node, char *sid);
-/* Flush the acknowledgements collected so far on conn k (which the caller
- * owns); ids that could not be sent go back on the list. */
-void rp__flush_acks(rp_cluster_node *node, rp__conn *k);
-
-/* send.c */
-/* XADD NOMKSTREAM to target's inbox on k: fields/lens hold nf field-value
- * pairs' bytes (2*nf items).  Returns 0, RP_ENOROUTEE (target has no inbox:
- * not a member), RP_EUNAVAILABLE, RP_ENOMEM. */
-int rp__xadd_checked(rp_cluster_node *node, rp__conn *k, const char *target,
-                     const char **fields, const size_t *lens, int nf);
-int rp__send_reply(rp_cluster_node *node, const char *to, size_t to_len,
-                   uint64_t corr, int code, int routee, const char *msg,
-                   const void *data, size_t len);
-void *rp__reply_main(void *arg);
-void rp__asks_sweep(rp_cluster_node *node, bool all);
-/* Collect an entry's fields (all but n and hist) as argv pairs into av/al
- * (room for 16 items; bufs hold the numbers); the caller adds n and hist.
- * Returns the number of pairs. */
-int rp__entry_fields(const rp__entry *e, const char **av, size_t *al, char bufs[2][24]);
-extern const char rp__move_lua[];
-/* Move pending entry sid of src_inbox to target's inbox (NULL: to the
- * dead-letter stream) in one script: 0 moved, 1 not pending any more
- * (someone else moved it), RP_ENOROUTEE, RP_EUNAVAILABLE, RP_ENOMEM. */
-int rp__move_checked(rp_cluster_node *node, rp__conn *k, rp__script *sc,
-                     const char *target, const char *src_inbox, const char *sid,
-                     const char **fields, const size_t *lens, int nf);
-
-/* recover.c */
-/* Move dead (or leaving) node dead_id's pending and unread entries to live
- * members (excluding exclude), at most budget entries.  Returns the number
- * moved, or RP_EUNAVAILABLE. */
-int rp__recover(rp_cluster_node *node, rp__conn *k, const char *dead_id,
-                const char *exclude, int budget, bool count_pending);
-/* Re-add one handed-back job (not run) to a live member and ack it. */
-int rp__requeue_job(rp_cluster_node *node, rp__conn *k, rp_cluster_job *j);
 
 #endif /* RP_CLUSTER_IMPL_H */

@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "impl.h"
+#include "inbox.h"
+#include "node.h"
 
 int rp__ensure_group(rp_cluster_node *node, rp__conn *k)
 {

@@ -22,7 +22,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fetch.h"
+#include "heartbeat.h"
 #include "impl.h"
+#include "inbox.h"
+#include "join.h"
+#include "node.h"
+#include "recover.h"
+#include "send.h"
+#include "util.h"
 
 static void make_token(char *tok, size_t cap)
 {

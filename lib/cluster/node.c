@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "impl.h"
+#include "node.h"
+#include "util.h"
 
 void rp_cluster_options_init(rp_cluster_options *opts)
 {

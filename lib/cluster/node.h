@@ -16,6 +16,9 @@
  *    is the reply bytes, read with rp_cluster_reply_bytes(); failures carry
  *    the remote code and message; RP_ETIMEDOUT by the pool's timer).
  *
+ * The node's own files (impl.h) also use node.c's helpers, at the end:
+ * options, ids, logging, keys, the server clock, picking a member.
+ *
  * Every function here is thread-safe unless it says otherwise.
  */
 #ifndef RP_CLUSTER_NODE_H
@@ -184,5 +187,30 @@ int rp__cluster_on_members(rp_cluster_node *node, rp__cluster_members_fn fn,
 /** Unregister; when it returns the listener is not running and will not
  *  run again (must not be called from the listener itself). */
 void rp__cluster_off_members(rp_cluster_node *node, int handle);
+
+/* ---- node.c's helpers, for the node's own files ---- */
+
+/** Validate rp_cluster_join()'s options: 0 or RP_EINVAL (rp_errmsg()
+ *  names the field). */
+int rp__check_options(const rp_cluster_options *o);
+/** The default node id, "<hostname>:<pid>" (the hostname's bytes outside
+ *  [A-Za-z0-9_.-] become '-'), into id (cap bytes). */
+void rp__default_id(char *id, size_t cap);
+/** rp__cluster_log() with a printf format (the line is cut at 511 bytes). */
+void rp__node_logf(const rp_cluster_node *node, int level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/** "<prefix>:<kind>:<id>" ("<prefix>:<kind>" when id is NULL), malloc'd;
+ *  NULL when out of memory. */
+char *rp__key(const rp_cluster_node *node, const char *kind, const char *id);
+/** Redis server time in ms, from the monotonic clock and the last offset
+ *  the heartbeat measured. */
+int64_t rp__server_now_ms(const rp_cluster_node *node);
+/** A live member other than exclude (NULL: any), rotating; copies into buf.
+ *  Returns false when there is none. */
+bool rp__pick_member(rp_cluster_node *node, const char *exclude, char *buf,
+                     size_t cap);
 
 #endif /* RP_CLUSTER_NODE_H */

@@ -21,7 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "entry.h"
 #include "impl.h"
+#include "node.h"
+#include "recover.h"
+#include "send.h"
 
 enum { BATCH = 200 };
 

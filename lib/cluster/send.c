@@ -25,8 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "entry.h"
 #include "impl.h"
+#include "node.h"
 #include "resp.h"
+#include "send.h"
+#include "util.h"
 
 /* KEYS: target stream, nodes, source inbox.  ARGV: target id ("" for the
  * dead-letter stream: no membership check: a member's inbox exists), source stream id, then

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "impl.h"
+#include "util.h"
 
 int rp_cluster_node_stats(const rp_cluster_node *node, rp_cluster_stats *out)
 {

@@ -9,6 +9,8 @@
 # runtime failures (1); two rp-nodes with tests/cluster/jobs_plugin.c's
 # handlers; status --json; submit and ask (binary payload from a file and
 # from stdin, the handler's failure and an unknown handler carried back);
+# --router weighted: exact shares of submit --count N through one router,
+# and every malformed --weights list refused with exit 2;
 # /metrics (Prometheus text parsed with python3-prometheus-client, node
 # label); a node id taken (RP_EEXIST); poison entries in the dead-letter
 # stream, dead list/drop/retry; an ACL user confined to one prefix refused
@@ -85,6 +87,31 @@ expect 2 "rp-cluster ask without handler" "$CLUSTER" ask
 expect 2 "rp-cluster --payload with --payload-file" "$CLUSTER" --payload x --payload-file - ask echo
 expect 2 "rp-cluster --router bogus" "$CLUSTER" --router bogus ask echo
 expect 2 "rp-cluster --node with --router" "$CLUSTER" --node a --router random ask echo
+# --router weighted's --weights ID=W,...: every malformed list is a bad
+# command line (exit 2, a message naming --weights), refused before Redis
+# is reached (the address is unreachable: exit 1 would mean it got there).
+long_id=$(printf 'x%.0s' $(seq 129))
+many=$(for i in $(seq 4097); do printf 'n%d=1,' "$i"; done)
+bad_weights=("" "a" "a=" "=3" "a=3," ",a=3" "a=3,,b=1" "a=x" "a=3x" "a= 3" " a=3" "a=+3" "a=0x3" "a=0"
+  "a=-1" "a=1000001" "a=4294967297" "a=99999999999999999999999" "a=1,a=2" "a=1,b=2,a=3" "a/b=1"
+  "a b=1" "$long_id=1" "a=b=1" "a=3;b=1" "${many%,}")
+for w in "${bad_weights[@]}"; do
+  expect 2 "rp-cluster --weights '${w:0:40}'" "$CLUSTER" --redis 127.0.0.1:1 --router weighted --weights "$w" submit echo --payload x
+  grep -q -- '--weights' "$tmp/err" || fail "--weights '${w:0:40}': no message naming --weights: $(cat "$tmp/err")"
+done
+grep -q 'listed twice' <("$CLUSTER" --router weighted --weights a=1,b=2,a=3 submit echo 2>&1) ||
+  fail "a duplicate id: no 'listed twice'"
+expect 2 "rp-cluster --router weighted without --weights" "$CLUSTER" --router weighted submit echo --payload x
+grep -q 'needs --weights' "$tmp/err" || fail "weighted without --weights: $(cat "$tmp/err")"
+expect 2 "rp-cluster --weights without --router weighted" "$CLUSTER" --router round-robin --weights a=1 submit echo --payload x
+expect 2 "rp-cluster --weights without --router" "$CLUSTER" --weights a=1 submit echo --payload x
+expect 2 "rp-cluster --router custom (library only)" "$CLUSTER" --router custom submit echo --payload x
+grep -q 'RP_CLUSTER_ROUTER_CUSTOM' "$tmp/err" || fail "--router custom: $(cat "$tmp/err")"
+expect 2 "rp-cluster --count 0" "$CLUSTER" --count 0 submit echo --payload x
+expect 2 "rp-cluster --count 1000001" "$CLUSTER" --count 1000001 submit echo --payload x
+expect 2 "rp-cluster --count with ask" "$CLUSTER" --count 2 ask echo --payload x
+expect 1 "rp-cluster --router weighted with good weights, Redis unreachable" "$CLUSTER" --redis 127.0.0.1:1 \
+  --router weighted --weights 'a=1000000,host-1.x_y:123=01' submit echo --payload x
 expect 1 "rp-node, Redis unreachable" "$NODE" --redis 127.0.0.1:1 --plugin "$PLUGIN"
 expect 1 "rp-cluster status, Redis unreachable" "$CLUSTER" --redis 127.0.0.1:1 status
 expect 1 "rp-node, plugin file missing" "$NODE" --redis "$R" --prefix t --plugin "$tmp/none.so"
@@ -147,8 +174,9 @@ expect 0 "ask echo, payload from stdin, to node b" sh -c "printf 'hi\\000there' 
 expect 0 "ask --json" "${RC[@]}" --prefix t --node a --json ask echo --payload 'q"x'
 "$PY" -c 'import json,sys; r = json.load(open(sys.argv[1])); assert r["ok"] and r["node"] == "a" and r["reply"] == "q\"x", r' "$tmp/out" ||
   fail "ask --json output: $(cat "$tmp/out")"
-for kind in round-robin random smallest-mailbox least-used; do
-  expect 0 "ask echo through a $kind router" "${RC[@]}" --prefix t --router "$kind" ask echo --payload "via-$kind"
+for kind in round-robin random smallest-mailbox least-used weighted; do
+  w=(); [ "$kind" = weighted ] && w=(--weights a=1,b=2)
+  expect 0 "ask echo through a $kind router" "${RC[@]}" --prefix t --router "$kind" "${w[@]}" ask echo --payload "via-$kind"
   [ "$(cat "$tmp/out")" = "via-$kind" ] || fail "$kind router: reply $(cat "$tmp/out")"
 done
 expect 0 "submit through a consistent-hash router with a key" "${RC[@]}" --prefix t --router consistent-hash --key k1 submit echo --payload keyed
@@ -172,6 +200,33 @@ runs_are() { [ "$(count_runs)" -eq "$1" ]; }
 wait_for 20 "20 submitted count jobs to run" runs_are 20
 [ "$(grep -c '^count ' "$tmp/a.log")" -eq 10 ] || fail "node a ran $(grep -c '^count ' "$tmp/a.log") of its 10"
 pass "submit: 10 jobs to each node ran exactly there"
+
+# ---- weighted shares ----
+# Each rp-cluster process has a router of its own, whose sequence starts at
+# the first node; --count N sends N jobs through that one router, so the
+# shares are exact (cluster.h: node i gets weight(i) of every W = sum of
+# weights consecutive jobs).  Each batch runs to the end before the next.
+count_on() { grep -c '^count ' "$tmp/$1.log" || true; }
+weighted_batch() { # WEIGHTS COUNT WANT_A WANT_B
+  local a0 b0
+  a0=$(count_on a) b0=$(count_on b)
+  expect 0 "submit $2 x count through a weighted router, --weights $1" "${RC[@]}" --prefix t \
+    --router weighted --weights "$1" --count "$2" submit count --payload w
+  grep -qx "submitted $2 x count (1 bytes each) via weighted" "$tmp/out" || fail "weighted submit: $(cat "$tmp/out")"
+  wait_for 20 "the $2 weighted jobs to run" runs_are $((a0 + b0 + $2))
+  [ "$(count_on a)" -eq $((a0 + $3)) ] && [ "$(count_on b)" -eq $((b0 + $4)) ] ||
+    fail "--weights $1, $2 jobs: a ran $(($(count_on a) - a0)), b $(($(count_on b) - b0)); wanted $3 and $4"
+  pass "--weights $1, $2 jobs: a ran $3, b $4"
+}
+weighted_batch a=3,b=1 8 6 2
+weighted_batch b=3,a=1 4 1 3          # the list's order does not matter: ids do
+weighted_batch a=1,b=4,zz=5 10 2 8    # zz is not live: no share of its own
+weighted_batch zz=7 6 3 3             # a and b are not listed: each weighs 1
+expect 0 "submit --count --json through a weighted router" "${RC[@]}" --prefix t --router weighted \
+  --weights a=1,b=1 --count 2 --json submit count --payload w
+"$PY" -c 'import json,sys; r = json.load(open(sys.argv[1])); assert r == {"router": "weighted", "handler": "count", "bytes": 1, "count": 2}, r' "$tmp/out" ||
+  fail "weighted submit --json: $(cat "$tmp/out")"
+wait_for 20 "the 2 --json jobs to run" runs_are 50
 
 # ---- /metrics ----
 mport=$(sed -n 's/.* metrics=\([0-9]*\)$/\1/p' "$tmp/a.out")

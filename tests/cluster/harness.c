@@ -416,3 +416,18 @@ long long h_int(redisContext *c, const char *fmt, ...)
         freeReplyObject(r);
     return v;
 }
+
+long h_calls_of(redisContext *c, const char *cmd)
+{
+    redisReply *r = h_cmd(c, "INFO commandstats");
+    char needle[64];
+    const char *p;
+    long n = 0;
+
+    snprintf(needle, sizeof needle, "cmdstat_%s:calls=", cmd);
+    if (r && r->type == REDIS_REPLY_STRING && (p = strstr(r->str, needle)))
+        n = atol(p + strlen(needle));
+    if (r)
+        freeReplyObject(r);
+    return n;
+}

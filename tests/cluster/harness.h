@@ -94,5 +94,8 @@ void h_sleep_ms(int ms);
 redisReply *h_cmd(redisContext *c, const char *fmt, ...);
 /** Integer reply of a command, or -1. */
 long long h_int(redisContext *c, const char *fmt, ...);
+/** Calls of Redis command cmd (lower case, e.g. "xack") so far, from INFO
+ *  commandstats; 0 when it never ran or the reply has no such line. */
+long h_calls_of(redisContext *c, const char *cmd);
 
 #endif /* RP_TESTS_CLUSTER_HARNESS_H */

@@ -59,20 +59,6 @@ Test(acks, burst__last_entries_are_acknowledged_when_they_ran_not_a_blocked_read
     h_node_cleanup(&n);
 }
 
-/* Calls of a Redis command so far (INFO commandstats). */
-static long calls_of(redisContext *rc, const char *cmd)
-{
-    redisReply *r = h_cmd(rc, "INFO commandstats");
-    char needle[64];
-    const char *p;
-    long n = 0;
-
-    snprintf(needle, sizeof needle, "cmdstat_%s:calls=", cmd);
-    if (r && r->type == REDIS_REPLY_STRING && (p = strstr(r->str, needle)))
-        n = atol(p + strlen(needle));
-    freeReplyObject(r);
-    return n;
-}
 
 /* Sequential asks: the read that follows each ask's dispatch used to carry
  * the previous ask's XACK + XDEL (one of each per ask, on the next ask's
@@ -92,7 +78,7 @@ Test(acks, sequential_asks__acknowledgements_batch_and_still_follow_the_jobs)
     cr_assert_eq(rp_future_wait(f, 20000), 0);
     rp_future_release(f);
     cr_assert_lt(ms_until_empty(rc, "a"), 5000);
-    long xack0 = calls_of(rc, "xack");
+    long xack0 = h_calls_of(rc, "xack");
     long long t0 = h_now_ms();
     for (int i = 0; i < N; i++) {
         cr_assert_eq(rp_cluster_ask_node(c, "a", "echo", "x", 1, 10000, &f), 0, "%s", rp_errmsg());
@@ -102,7 +88,7 @@ Test(acks, sequential_asks__acknowledgements_batch_and_still_follow_the_jobs)
     }
     long long elapsed = h_now_ms() - t0;
     long long drain = ms_until_empty(rc, "a");
-    long xacks = calls_of(rc, "xack") - xack0;
+    long xacks = h_calls_of(rc, "xack") - xack0;
     /* One XACK per 5 ms of asking or per 64 entries, plus the reads that
      * followed empty ones; one per ask (N) before. */
     long bound = 4 + (long)(elapsed / 5) + N / 64;

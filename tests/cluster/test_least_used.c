@@ -146,28 +146,14 @@ Test(least_used, two_processes_10000_each_split_exactly_5000_over_4_members)
     run_two_processes(false);
 }
 
-/* Number of a command's calls in INFO commandstats. */
-static long calls_of(const char *cmd)
-{
-    redisReply *r = h_cmd(c, "INFO commandstats");
-    char needle[64];
-    const char *p;
-    long n = 0;
-
-    snprintf(needle, sizeof needle, "cmdstat_%s:calls=", cmd);
-    if (r && r->type == REDIS_REPLY_STRING && (p = strstr(r->str, needle)))
-        n = atol(p + strlen(needle));
-    freeReplyObject(r);
-    return n;
-}
 
 Test(least_used, script_flush_looping_during_the_run_changes_nothing)
 {
     run_two_processes(true);
     /* The flusher really emptied the cache under the acquirers: they fell
      * back to EVAL (each fallback re-caches the script). */
-    cr_assert_gt(calls_of("eval"), 0, "no EVAL fallback happened: the flush test tested nothing");
-    cr_assert_gt(calls_of("evalsha"), 0);
+    cr_assert_gt(h_calls_of(c, "eval"), 0, "no EVAL fallback happened: the flush test tested nothing");
+    cr_assert_gt(h_calls_of(c, "evalsha"), 0);
 }
 
 Test(least_used, empty_set_gives_enoroutee_and_creates_nothing)

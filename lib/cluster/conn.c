@@ -23,7 +23,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "node.h"
+#include "conn.h"
+#include "routepool/error.h"
 #include "util.h"
 
 enum { BACKOFF_MIN_MS = 50, BACKOFF_MAX_MS = 1000 };

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "conn.h"
 #include "depth.h"
 #include "routepool/pool.h"
 #include "routepool/strategy.h"

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn.h"
 #include "entry.h"
 #include "fetch.h"
 #include "impl.h"

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn.h"
 #include "heartbeat.h"
 #include "impl.h"
 #include "node.h"

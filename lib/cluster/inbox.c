@@ -12,6 +12,7 @@
  */
 #include <string.h>
 
+#include "conn.h"
 #include "impl.h"
 #include "inbox.h"
 #include "node.h"

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conn.h"
 #include "fetch.h"
 #include "heartbeat.h"
 #include "impl.h"

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn.h"
 #include "least_used.h"
 #include "routepool/cluster.h"
 

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn.h"
 #include "entry.h"
 #include "impl.h"
 #include "node.h"

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn.h"
 #include "resp.h"
 
 void rp__resp_init(rp__resp *b)

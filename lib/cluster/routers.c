@@ -34,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "conn.h"
 #include "croute.h"
 #include "cscatter.h"
 #include "least_used.h"

@@ -175,7 +175,10 @@ static void push_ack_locked(rp_cluster_node *node, char *sid)
     node->acks[node->nacks++] = sid;
 }
 
-void rp__push_ack(rp_cluster_node *node, char *sid)
+/* Add stream id sid (malloc'd; the list takes it) to the acknowledgements
+ * to send.  Out of memory, sid is freed and the entry stays pending (a
+ * later recovery delivers it again). */
+static void push_ack(rp_cluster_node *node, char *sid)
 {
     pthread_mutex_lock(&node->lock);
     push_ack_locked(node, sid);
@@ -211,7 +214,7 @@ static void put_acks(rp_cluster_node *node, rp__resp *b, char **ids, size_t n)
 static void give_back_acks(rp_cluster_node *node, char **ids, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        rp__push_ack(node, ids[i]);
+        push_ack(node, ids[i]);
     free(ids);
 }
 
@@ -388,7 +391,7 @@ static void ack_sid(rp_cluster_node *node, rp__bytes sid)
 {
     char *s = dup_bytes(sid, NULL);
     if (s)
-        rp__push_ack(node, s);
+        push_ack(node, s);
 }
 
 static void dispatch(rp_cluster_node *node, const redisReply *raw)

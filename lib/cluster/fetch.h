@@ -13,10 +13,6 @@
 void *rp__fetch_main(void *arg);
 /* Free a fetched job's record (NULL: nothing). */
 void rp__job_free(rp_cluster_job *j);
-/* Add stream id sid (malloc'd; the list takes it) to the acknowledgements
- * to send; takes node->lock.  Out of memory, sid is freed and the entry
- * stays pending (a later recovery delivers it again). */
-void rp__push_ack(rp_cluster_node *node, char *sid);
 /* Flush the acknowledgements collected so far on conn k (which the caller
  * owns); ids that could not be sent go back on the list. */
 void rp__flush_acks(rp_cluster_node *node, rp__conn *k);

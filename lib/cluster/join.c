@@ -27,11 +27,12 @@
 #include "heartbeat.h"
 #include "impl.h"
 #include "inbox.h"
-#include "join.h"
 #include "node.h"
 #include "recover.h"
 #include "send.h"
 #include "util.h"
+
+static void stop_threads(rp_cluster_node *node);
 
 static void make_token(char *tok, size_t cap)
 {
@@ -255,7 +256,7 @@ int rp_cluster_join(rp_cluster_node **out, rp_pool *pool, const rp_cluster_optio
 fail:
     if (rc == RP_ESYS)
         rp_error_set(rc, "rp_cluster_join: cannot start a thread");
-    rp__stop_threads(node);
+    stop_threads(node);
     node_free(node);
     return rc;
 }
@@ -297,7 +298,9 @@ static void stop_heartbeat(rp_cluster_node *node)
     node->hb_running = false;
 }
 
-void rp__stop_threads(rp_cluster_node *node)
+/* Stop the node's fetch, heartbeat and reply threads (those running) and
+ * join them: join's failure path and leave.  Idempotent. */
+static void stop_threads(rp_cluster_node *node)
 {
     stop_fetch(node);
     stop_heartbeat(node);
@@ -375,7 +378,7 @@ void rp_cluster_leave(rp_cluster_node *node)
         hand_back(node);
     }
     leave_membership(node);
-    rp__stop_threads(node);
+    stop_threads(node);
     rp__asks_sweep(node, true);
     node_free(node);
 }

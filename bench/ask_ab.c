@@ -34,23 +34,17 @@ static void usage(FILE *f)
             MAX_TARGETS);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* One ask, waited for; its round trip in ns, or 0 on failure (reported). */
-static uint64_t ask_once(rp_cluster_node *node, const char *target)
+static int64_t ask_once(rp_cluster_node *node, const char *target)
 {
     rp_future *f;
-    uint64_t t0 = (uint64_t)bench_now_ns();
+    int64_t t0 = bench_now_ns();
     if (rp_cluster_ask_node(node, target, "echo", "ab", 2, TIMEOUT_MS, &f) < 0) {
         fprintf(stderr, "rp-bench-ask-ab: ask %s: %s\n", target, rp_errmsg());
         return 0;
     }
     int rc = rp_future_wait(f, TIMEOUT_MS);
-    uint64_t dt = (uint64_t)bench_now_ns() - t0;
+    int64_t dt = bench_now_ns() - t0;
     if (rc < 0 || rp_future_status(f) != RP_FUTURE_FULFILLED) {
         fprintf(stderr, "rp-bench-ask-ab: ask %s: %s\n", target,
                 rc < 0 ? rp_errmsg() : "the ask failed");
@@ -63,7 +57,7 @@ static uint64_t ask_once(rp_cluster_node *node, const char *target)
 int main(int argc, char **argv)
 {
     const char *redis = NULL, *prefix = "ab", *targets[MAX_TARGETS];
-    long asks = 2000;
+    uint64_t asks = 2000;
     int nt = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -75,12 +69,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--prefix") && v) {
             prefix = argv[++i];
         } else if (!strcmp(a, "--asks") && v) {
-            char *end;
-            asks = strtol(argv[++i], &end, 10);
-            if (*end || asks < 10 || asks > 10000000) {
-                fprintf(stderr, "rp-bench-ask-ab: --asks wants 10..10000000\n");
-                return 2;
-            }
+            asks = bench_parse_u64(a, argv[++i], 10, 10000000);
         } else if (a[0] == '-' || nt == MAX_TARGETS) {
             usage(stderr);
             return 2;
@@ -101,28 +90,29 @@ int main(int argc, char **argv)
         fprintf(stderr, "rp-bench-ask-ab: join: %s\n", rp_errmsg());
         return 1;
     }
-    uint64_t *rtt = calloc((size_t)asks * (size_t)nt, sizeof *rtt);
+    int64_t *rtt = calloc((size_t)asks * (size_t)nt, sizeof *rtt);
     int rc = rtt ? 0 : 1;
     bench_placement start, end;
     bench_placement_take(&start, 3);
     for (int w = 0; rc == 0 && w < WARMUP; w++)
         for (int t = 0; rc == 0 && t < nt; t++)
             rc = ask_once(node, targets[t]) ? 0 : 1;
-    for (long i = 0; rc == 0 && i < asks; i++) {
+    for (uint64_t i = 0; rc == 0 && i < asks; i++) {
         for (int k = 0; rc == 0 && k < nt; k++) {
-            int t = (int)((k + i) % nt);
-            uint64_t dt = ask_once(node, targets[t]);
+            int t = (int)(((uint64_t)k + i) % (uint64_t)nt);
+            int64_t dt = ask_once(node, targets[t]);
             rtt[(size_t)t * (size_t)asks + (size_t)i] = dt;
             rc = dt ? 0 : 1;
         }
     }
     bench_placement_take(&end, 3);
     for (int t = 0; rc == 0 && t < nt; t++) {
-        uint64_t *v = rtt + (size_t)t * (size_t)asks;
-        qsort(v, (size_t)asks, sizeof *v, cmp_u64);
-        printf("%-12s ask p50 %6.1f us  p90 %6.1f us  p99 %6.1f us  (%ld asks, interleaved)\n",
-               targets[t], v[asks / 2] / 1e3, v[asks * 9 / 10] / 1e3, v[asks * 99 / 100] / 1e3,
-               asks);
+        int64_t *v = rtt + (size_t)t * (size_t)asks;
+        bench_sort_i64(v, (size_t)asks);
+        printf("%-12s ask p50 %6.1f us  p90 %6.1f us  p99 %6.1f us  (%" PRIu64 " asks, interleaved)\n",
+               targets[t], bench_pct_sorted(v, (size_t)asks, 0.50) / 1e3,
+               bench_pct_sorted(v, (size_t)asks, 0.90) / 1e3,
+               bench_pct_sorted(v, (size_t)asks, 0.99) / 1e3, asks);
     }
     if (rc == 0)
         bench_placement_verdict(stdout, "ask-ab", "", &start, &end);

@@ -594,12 +594,15 @@ static bool hold_acks_locked(const rp_cluster_node *node, bool after_entries)
            node->nacks < ACK_HOLD_MAX && rp__mono_ms() - node->acks_since_ms < ACK_HOLD_MS;
 }
 
+/* What the fetch loop carries from one read to the next. */
+typedef struct fetch_state {
+    unsigned busy_ms;   /* the busy block time, see BLOCK_IDLE_MS */
+    bool after_entries; /* the previous read brought entries: see ACK_HOLD_MAX */
+} fetch_state;
+
 /* One round trip: XACK + XDEL of what finished so far (unless held, see
- * ACK_HOLD_MAX), then XREADGROUP.  *busy_ms is the fetch thread's busy
- * block time (see BLOCK_IDLE_MS); *after_entries says the previous read
- * brought entries (and is set for the next call). */
-static void fetch_once(rp_cluster_node *node, unsigned slots, unsigned *busy_ms,
-                       bool *after_entries)
+ * ACK_HOLD_MAX), then XREADGROUP. */
+static void fetch_once(rp_cluster_node *node, unsigned slots, fetch_state *st)
 {
     bool was_up = node->fetchc.c != NULL;
     if (rp__conn_ensure(&node->fetchc) < 0) {
@@ -611,17 +614,17 @@ static void fetch_once(rp_cluster_node *node, unsigned slots, unsigned *busy_ms,
     char **ids = NULL;
     size_t n = 0;
     pthread_mutex_lock(&node->lock);
-    if (!hold_acks_locked(node, *after_entries))
+    if (!hold_acks_locked(node, st->after_entries))
         n = take_acks_locked(node, &ids);
     bool busy = node->inflight > 0;
     pthread_mutex_unlock(&node->lock);
     if (!busy)
-        *busy_ms = BLOCK_BUSY_MIN_MS; /* the next jobs start a burst */
+        st->busy_ms = BLOCK_BUSY_MIN_MS; /* the next jobs start a burst */
     rp__resp b;
     rp__resp_init(&b);
     if (n)
         put_acks(node, &b, ids, n);
-    put_read(node, &b, slots, busy ? *busy_ms : BLOCK_IDLE_MS);
+    put_read(node, &b, slots, busy ? st->busy_ms : BLOCK_IDLE_MS);
     int rc = rp__resp_send(&node->fetchc, &b);
     rp__resp_free(&b);
     bool ok = rc == 0 && (!n || ack_replies(node, &node->fetchc));
@@ -637,8 +640,8 @@ static void fetch_once(rp_cluster_node *node, unsigned slots, unsigned *busy_ms,
     }
     size_t got = entries_in(r);
     if (busy && !n && got == 0)
-        *busy_ms = *busy_ms * 2 < BLOCK_IDLE_MS ? *busy_ms * 2 : BLOCK_IDLE_MS;
-    *after_entries = got > 0;
+        st->busy_ms = st->busy_ms * 2 < BLOCK_IDLE_MS ? st->busy_ms * 2 : BLOCK_IDLE_MS;
+    st->after_entries = got > 0;
     handle_read(node, r);
     freeReplyObject(r);
 }
@@ -646,10 +649,10 @@ static void fetch_once(rp_cluster_node *node, unsigned slots, unsigned *busy_ms,
 void *rp__fetch_main(void *arg)
 {
     rp_cluster_node *node = arg;
-    unsigned slots, busy_ms = BLOCK_BUSY_MIN_MS;
-    bool after_entries = false;
+    fetch_state st = {BLOCK_BUSY_MIN_MS, false};
+    unsigned slots;
     while ((slots = wait_slots(node)) > 0)
-        fetch_once(node, slots, &busy_ms, &after_entries);
+        fetch_once(node, slots, &st);
     if (rp__conn_ensure(&node->fetchc) == 0)
         rp__flush_acks(node, &node->fetchc);
     return NULL;

@@ -206,6 +206,7 @@ static int init_routees(rp_pool *pool, const rp_pool_options *o)
         r->ident = XXH3_64bits(id, strlen(id));
         atomic_init(&r->busy, 0);
         atomic_init(&r->running, 0);
+        atomic_init(&r->cpu, -1);
         atomic_init(&r->run, 0);
         atomic_init(&r->stole, 0);
         atomic_init(&r->sleeps, 0);

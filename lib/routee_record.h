@@ -36,6 +36,11 @@ struct rp_routee {
      * score; never by a look that finds nothing): what thieves read, so a
      * job the routee is about to take is not stolen from under it. */
     _Atomic int running;
+    /* The CPU the routee last started running on (a hint, -1 before its
+     * first job), stored on change at the start of each busy period: a
+     * thief on that CPU leaves the jobs of a routee that is not running to
+     * it (steal.c, worth_stealing). */
+    _Atomic int cpu;
     /* Counters the owner bumps per job, on a line of their own: the line
      * above is read by producers and routers, and a write per job there
      * would move it between the CPUs on every tell. */

@@ -16,6 +16,7 @@
  * that finds more backlog after its steal wakes the next one, so wake-ups
  * grow with the work, not with the number of jobs (no thundering herd).
  */
+#include <sched.h>
 #include <stdint.h>
 
 #include "clock.h"
@@ -144,6 +145,12 @@ void rp__steal_set_running(rp_routee *r, bool *running, bool now)
     if (*running == now)
         return;
     *running = now;
+    if (now) {
+        int cpu = sched_getcpu();
+
+        if (cpu != atomic_load_explicit(&r->cpu, memory_order_relaxed))
+            atomic_store_explicit(&r->cpu, cpu, memory_order_relaxed);
+    }
     atomic_store_explicit(&r->running, now, memory_order_seq_cst);
     if (now && r->pool->steal && rp__mailbox_has_stealable(&r->mb) && any_idle(r->pool))
         wake_thief(r->pool);
@@ -156,11 +163,14 @@ void rp__steal_set_running(rp_routee *r, bool *running, bool now)
  * itself; stealing that job would only move it away from the routee the
  * router chose (and make an idle pool stop behaving like its router).
  */
-static bool worth_stealing(rp_routee *v)
+static bool worth_stealing(rp_routee *v, int cpu)
 {
-    return rp__mailbox_has_stealable(&v->mb) &&
-           (atomic_load_explicit(&v->running, memory_order_seq_cst) ||
-            rp__mailbox_depth(&v->mb) > 1);
+    if (!rp__mailbox_has_stealable(&v->mb))
+        return false;
+    if (atomic_load_explicit(&v->running, memory_order_seq_cst))
+        return true;
+    return rp__mailbox_depth(&v->mb) > 1 &&
+           (cpu < 0 || atomic_load_explicit(&v->cpu, memory_order_relaxed) != cpu);
 }
 
 /* The deepest other routee with work worth stealing, or NULL. */
@@ -168,13 +178,14 @@ static rp_routee *pick_victim(rp_routee *r, int64_t *depth)
 {
     rp_pool *pool = r->pool;
     rp_routee *victim = NULL;
+    int cpu = sched_getcpu();
 
     *depth = 0;
     for (unsigned k = 1; k < pool->n; k++) {
         rp_routee *v = &pool->routees[((unsigned)r->index + k) % pool->n];
         int64_t d;
 
-        if (!worth_stealing(v))
+        if (!worth_stealing(v, cpu))
             continue;
         d = rp__mailbox_depth(&v->mb);
         if (d > *depth || !victim) {
@@ -215,7 +226,7 @@ bool rp__steal_batch(rp_routee *r, bool *searching, rp__job *out)
     r->stolen_count = got;
     /* More work waits behind the victim: hand the search on. */
     rp__steal_stop_searching(r->pool, searching);
-    if (worth_stealing(victim) && any_idle(r->pool))
+    if (worth_stealing(victim, -1) && any_idle(r->pool))
         wake_thief(r->pool);
     return true;
 }
@@ -233,9 +244,10 @@ bool rp__steal_take(rp_routee *r, rp__job *out)
 bool rp__steal_any(rp_routee *r)
 {
     rp_pool *pool = r->pool;
+    int cpu = sched_getcpu();
 
     for (unsigned k = 1; k < pool->n; k++)
-        if (worth_stealing(&pool->routees[((unsigned)r->index + k) % pool->n]))
+        if (worth_stealing(&pool->routees[((unsigned)r->index + k) % pool->n], cpu))
             return true;
     return false;
 }

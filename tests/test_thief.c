@@ -12,6 +12,7 @@
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <sched.h>
 
 #include "common.h"
 #include "clock.h"
@@ -46,8 +47,9 @@ static int to_zero(void *user, rp_route_state *st, rp_routee *const *routees, si
     return 1;
 }
 
-/* Routee 0 blocked in the gate, routee 1 asleep with its idle bit set. */
-static rp_pool *blocked_pool(void)
+/* Routee 0 blocked in the gate, routee 1 asleep with its idle bit set;
+ * with cpus (ncpus > 0) the routees are pinned to them. */
+static rp_pool *blocked_pool_on(const int *cpus, size_t ncpus)
 {
     rp_pool_options o;
     rp_pool *pool;
@@ -61,6 +63,8 @@ static rp_pool *blocked_pool(void)
     o.steal = true;
     o.idle_spin_us = 0; /* sleep at once */
     o.strategy = rp_strategy_custom(to_zero, NULL);
+    o.cpus = cpus;
+    o.ncpus = ncpus;
     cr_assert_eq(rp_pool_create(&pool, &o), 0, "%s", rp_errmsg());
     cr_assert_eq(rp_routee_tell(rp_pool_routee(pool, 0), gate_job, &g), 0);
     cr_assert(gate_wait_entered(&g, 1, 5000), "the gate job never started");
@@ -69,6 +73,11 @@ static rp_pool *blocked_pool(void)
     cr_assert(atomic_load(&pool->idle_bits[0]) & 2, "routee 1 never went idle");
     sleep_ms(20); /* inside FUTEX_WAIT by now */
     return pool;
+}
+
+static rp_pool *blocked_pool(void)
+{
+    return blocked_pool_on(NULL, 0);
 }
 
 /* Open the gate, check every job ran, destroy. */
@@ -128,4 +137,51 @@ Test(thief, a_woken_or_fresh_search_wakes_no_second_thief)
     cr_assert(wait_atomic_ge(&ran, 3, 2000), "only %d of 3 ran", atomic_load(&ran));
     cr_assert_eq(atomic_load(&ran_on_1), 3);
     finish(pool, 3);
+}
+
+/* The first CPU this process may run on. */
+static int first_cpu(void)
+{
+    cpu_set_t set;
+
+    cr_assert_eq(sched_getaffinity(0, sizeof set, &set), 0);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set))
+            return c;
+    cr_assert_fail("no CPU in the affinity mask");
+    return -1;
+}
+
+/*
+ * worth_stealing (lib/steal.c): the queue of a routee that is not running
+ * a job, last seen on the thief's own CPU, is left to that routee - the
+ * two share the CPU, so a steal gains no parallelism, only a switch per
+ * yield.  The same queue is stolen once the routee last ran elsewhere.
+ * Both routees are pinned to one CPU; routee 0, blocked in the gate, is
+ * made to look between jobs (running 0) and its CPU is set by hand.
+ */
+Test(thief, a_routee_not_running_on_the_thiefs_cpu_keeps_its_queue)
+{
+    int c = first_cpu();
+    const int cpus[2] = {c, c};
+    rp_pool *pool = blocked_pool_on(cpus, 2);
+    rp_routee *r0 = &pool->routees[0];
+
+    atomic_store(&r0->running, 0);
+    atomic_store(&r0->cpu, c);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(rp_pool_submit(pool, count_job, NULL), 0);
+    sleep_ms(100);
+    cr_assert_eq(atomic_load(&ran), 0,
+                 "the thief stole from a routee between jobs on its own CPU");
+    /* Routee 0 last ran on another CPU: now its queue is stolen - half of
+     * 4 jobs, then half of the 2 left, and the last one stays (an idle
+     * routee's single job is its own). */
+    atomic_store(&r0->cpu, c + 1);
+    cr_assert_eq(rp_pool_submit(pool, count_job, NULL), 0);
+    cr_assert(wait_atomic_ge(&ran, 3, 2000), "only %d of 3 stolen", atomic_load(&ran));
+    sleep_ms(50);
+    cr_assert_eq(atomic_load(&ran_on_1), 3);
+    cr_assert_eq(atomic_load(&ran), 3);
+    finish(pool, 4);
 }

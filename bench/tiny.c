@@ -54,6 +54,7 @@
  * Public headers only (STYLE.md).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -94,6 +95,10 @@
 #define T18_VS_PEER_2 1.00 /*    and <= 1.0x with 2 submitters */
 #define T18_BATCH_NS 25.0  /* 3. batches <= 25 ns/job, or <= 1.0x the ck_ring floor */
 
+#define LAYOUT_LEN 24 /* "SR|SR"-like labels (layout_label) */
+#define CPU_SLOTS 64  /* CPUs the layout tally tells apart; others are "?" */
+#define WHERE_EVERY 509 /* routepool jobs: one in this many notes its CPU (odd: round-robin alternates) */
+
 /* One job's record: its own cache line. */
 typedef struct rec {
     _Alignas(64) unsigned char ran;
@@ -121,6 +126,7 @@ struct peer {
     double extra;       /* OpenMP, oneTBB: share of the last round's jobs run by submitters */
     double ns_per_job[MAX_REPS], submit_per_job[MAX_REPS], extra_per_round[MAX_REPS];
     int redone;         /* rounds done again because others took the machine */
+    char layout[MAX_REPS][LAYOUT_LEN]; /* routepool: each round's thread layout */
     bool skip;          /* not in --only */
     bool off;           /* not in this mode (too many submitters) */
 };
@@ -152,6 +158,7 @@ typedef struct crew {
     void (*fn)(void *ctx, int who);
     void *ctx;
     int64_t end[MAX_SUB];      /* when each submitter finished submitting */
+    int cpu[MAX_SUB];          /* the CPU it finished on */
     sem_t go[MAX_SUB], done;
     pthread_t th[MAX_SUB];
     int n;                     /* helper threads started */
@@ -234,6 +241,7 @@ static void generic_slice(void *p, int who)
     slice_of(c->n, c->nsub, who, &lo, &hi);
     c->s->submit(c->s, who, c->recs + lo, hi - lo);
     g_crew.end[who] = bench_now_ns();
+    g_crew.cpu[who] = sched_getcpu();
 }
 
 static int64_t last_end(int nsub)
@@ -257,10 +265,76 @@ static void generic_round(peer *s, rec *recs, size_t n, int nsub, int64_t *submi
 
 /* ---- routepool ---- */
 
+/*
+ * The thread layout of a round: which CPU each routee ran on (one job in
+ * WHERE_EVERY notes it in its routee's tally; the routee alone writes its
+ * line, read after the round's wait) and where each submitter finished.
+ * Stealing's cost depends on it (docs/performance.md): on two CPUs the
+ * submitter shares one with a routee ("SR|R"), or the routees share one
+ * ("S|RR").
+ */
+static struct {
+    _Alignas(64) unsigned n[CPU_SLOTS + 1]; /* [CPU_SLOTS]: CPUs beyond the tally */
+} g_where[WORKERS];
+
 static void rp_fn(rp_job_ctx *ctx, void *arg)
 {
-    (void)ctx;
     mark(arg);
+    if (__builtin_expect(((rec *)arg - g_recs) % WHERE_EVERY == 0, 0)) {
+        int r = rp_job_routee(ctx), c = sched_getcpu();
+
+        if (r >= 0 && r < WORKERS)
+            g_where[r].n[c >= 0 && c < CPU_SLOTS ? c : CPU_SLOTS]++;
+    }
+}
+
+/* The CPU routee r ran most of its noted jobs on, or -1. */
+static int routee_cpu(int r)
+{
+    int best = -1;
+    unsigned most = 0;
+
+    for (int c = 0; c < CPU_SLOTS; c++)
+        if (g_where[r].n[c] > most)
+            most = g_where[r].n[c], best = c;
+    return best;
+}
+
+/* Threads grouped by CPU, "S" a submitter, "R" a routee, "?" a routee
+ * whose CPU is unknown; groups in descending order, joined by "|":
+ * "SR|R", "S|RR", "SRR", "SR|SR". */
+static void layout_label(int nsub, char *out, size_t len)
+{
+    char groups[MAX_SUB + WORKERS][MAX_SUB + WORKERS + 1];
+    int cpus[MAX_SUB + WORKERS], ng = 0;
+    size_t used = 0;
+
+    for (int t = 0; t < nsub + WORKERS; t++) {
+        int c = t < nsub ? g_crew.cpu[t] : routee_cpu(t - nsub), g;
+        char who = t < nsub ? 'S' : c < 0 ? '?' : 'R';
+
+        for (g = 0; g < ng && !(c >= 0 && cpus[g] == c); g++)
+            ;
+        if (g == ng) {
+            cpus[ng] = c;
+            groups[ng++][0] = '\0';
+        }
+        size_t at = strlen(groups[g]);
+        groups[g][at] = who;
+        groups[g][at + 1] = '\0';
+    }
+    for (int i = 0; i < ng; i++) /* descending: "SR" before "R" */
+        for (int j = i + 1; j < ng; j++)
+            if (strcmp(groups[j], groups[i]) > 0) {
+                char t[sizeof groups[0]];
+                memcpy(t, groups[i], sizeof t);
+                memcpy(groups[i], groups[j], sizeof t);
+                memcpy(groups[j], t, sizeof t);
+            }
+    out[0] = '\0';
+    for (int i = 0; i < ng; i++)
+        used += (size_t)snprintf(out + used, used < len ? len - used : 0, "%s%s", i ? "|" : "",
+                                 groups[i]);
 }
 
 /* A pool of WORKERS routees; with a strategy other than round-robin, also
@@ -649,6 +723,11 @@ static peer *find(const char *key)
     return NULL;
 }
 
+static bool is_routepool(const peer *s)
+{
+    return strncmp(s->key, "rp", 2) == 0;
+}
+
 /* One round; false when a job ran other than exactly once. */
 static bool one_round(peer *s, rec *recs, size_t n, int nsub, int rep)
 {
@@ -658,6 +737,7 @@ static bool one_round(peer *s, rec *recs, size_t n, int nsub, int rep)
         recs[i].ran = 0;
     if (s->prepare && s->prepare(s, n, nsub) != 0)
         die("out of memory preparing a round");
+    memset(g_where, 0, sizeof g_where);
     t0 = bench_now_ns();
     if (s->round)
         s->round(s, recs, n, nsub, &submit_ns);
@@ -668,6 +748,8 @@ static bool one_round(peer *s, rec *recs, size_t n, int nsub, int rep)
         s->ns_per_job[rep] = (double)t0 / (double)n;
         s->submit_per_job[rep] = (double)submit_ns / (double)n;
         s->extra_per_round[rep] = s->extra;
+        if (is_routepool(s))
+            layout_label(nsub, s->layout[rep], sizeof s->layout[rep]);
     }
     for (size_t i = 0; i < n; i++)
         if (recs[i].ran != 1)
@@ -790,6 +872,39 @@ static void print_table(int nsub, int reps, size_t jobs)
     for (size_t k = 0; k < NPEERS; k++)
         if (active(&peers[k]))
             print_row(&peers[k], nsub, reps);
+}
+
+/* The distinct layouts of s's rounds, with their counts: "SR|R 3, S|RR 2". */
+static void layouts_of(const peer *s, int reps, char *out, size_t len)
+{
+    size_t used = 0;
+
+    out[0] = '\0';
+    for (int r = 0; r < reps; r++) {
+        int seen = 0, count = 0;
+        for (int q = 0; q < reps; q++) {
+            if (!strcmp(s->layout[q], s->layout[r])) {
+                seen |= q < r;
+                count++;
+            }
+        }
+        if (!seen)
+            used += (size_t)snprintf(out + used, used < len ? len - used : 0, "%s%s %d",
+                                     used ? ", " : "", s->layout[r], count);
+    }
+}
+
+static void print_layouts(int reps)
+{
+    char buf[256];
+
+    printf("\nThread layouts (the CPU of each thread over the round, grouped: S a submitter, R "
+           "a routee; rounds per layout):\n");
+    for (size_t k = 0; k < NPEERS; k++)
+        if (active(&peers[k]) && is_routepool(&peers[k])) {
+            layouts_of(&peers[k], reps, buf, sizeof buf);
+            printf("- %s: %s\n", peers[k].name, buf);
+        }
 }
 
 static void print_notes(int nsub, int reps)
@@ -954,6 +1069,29 @@ static int batch_target(int nsub, int reps)
     return met;
 }
 
+/* Target 1's ratio split by the layout of the steal-on round: the tax
+ * differs by layout (docs/performance.md), so the verdict says which ones
+ * the run met. */
+static void tax_by_layout(const peer *on, const peer *off, int reps)
+{
+    printf("  by layout of the steal-on round:");
+    for (int r = 0; r < reps; r++) {
+        double v[MAX_REPS];
+        int n = 0, seen = 0;
+
+        for (int q = 0; q < reps; q++)
+            if (!strcmp(on->layout[q], on->layout[r])) {
+                seen |= q < r;
+                v[n++] = on->ns_per_job[q] / off->ns_per_job[q];
+            }
+        if (!seen)
+            printf("%s %s %.2fx (%d round%s, %s)", r ? ";" : "", on->layout[r],
+                   bench_median(v, (size_t)n), n, n > 1 ? "s" : "",
+                   bench_median(v, (size_t)n) <= T18_TAX ? "met" : "not met");
+    }
+    printf("\n");
+}
+
 /* Tally one verdict: 1 met, 0 not met, -1 not measured. */
 static void tally(int v, int count[3])
 {
@@ -978,6 +1116,8 @@ static void print_targets18(int nsub, int reps, const bench_placement *end)
     printf("\nTargets (issue 18), %s:\n", subs_label(nsub));
     tally(target_line(def, "1. stealing's tax", find("rp"), "steal off", T18_TAX, nsub, reps),
           count);
+    if (def && find("rp"))
+        tax_by_layout(def, find("rp"), reps);
     for (size_t k = 0; k < sizeof cpeers / sizeof cpeers[0]; k++)
         tally(target_line(def, "2. C peers", find(cpeers[k].key), cpeers[k].vs, vs_peer, nsub,
                           reps), count);
@@ -1022,6 +1162,7 @@ static void run_mode(int nsub, size_t jobs, int reps)
     crew_stop();
     bench_placement_take(&end, 7);
     print_table(nsub, reps, jobs);
+    print_layouts(reps);
     print_notes(nsub, reps);
     print_targets(nsub, reps);
     print_targets18(nsub, reps, &end);

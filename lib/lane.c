@@ -142,7 +142,7 @@ _Static_assert(offsetof(ck_fifo_mpmc_t, head) == 0, "ck: the head first");
 _Static_assert(offsetof(ck_fifo_mpmc_t, tail) == CK_MD_CACHELINE, "ck: the tail a line after");
 
 /* Records per slab: 63 records of 128 bytes (two lines: the second starts
- * at the reply) plus the 64-byte slab header fill jemalloc's 8 KiB size class
+ * at the free-list link) plus the 64-byte slab header fill jemalloc's 8 KiB size class
  * exactly; 64 would spill into the 10 KiB class (rp-bench-memory). */
 #define RECS_PER_SLAB 63
 _Static_assert(sizeof(rp__lane_rec) == 2 * RP_CACHELINE, "a record is two cache lines");
@@ -434,20 +434,55 @@ static void enqueue_chain(ck_fifo_mpmc_t *fifo, ck_fifo_mpmc_entry_t *first,
     ck_pr_cas_ptr_2(&fifo->tail, &tail, &update);
 }
 
-size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n)
+/* Whether a job can be part of a bulk: a batch job with nothing but its
+ * function, argument and sequence (a bulk record has no room for more). */
+static bool bulkable(const rp__job *job)
+{
+    return (job->flags & RP__JOB_BATCH) && !is_cold(job) && !job->submit_tid;
+}
+
+/* Whether job may join the bulk that begins at first (n jobs so far). */
+static bool joins_bulk(const rp__job *first, size_t n, const rp__job *job)
+{
+    return n < RP__LANE_BULK && bulkable(first) && bulkable(job) && job->fn == first->fn &&
+           job->flags == first->flags &&
+           atomic_load_explicit(&job->seq, memory_order_relaxed) ==
+               atomic_load_explicit(&first->seq, memory_order_relaxed) + n;
+}
+
+/* jobs[0..n) into one record: a plain record for one job, else a bulk. */
+static void fill_bulk(rp__lane_rec *rec, const rp__job *jobs, size_t n)
+{
+    fill(rec, &jobs[0]);
+    if (n == 1)
+        return;
+    for (size_t i = 1; i < n; i++)
+        rec->more[i - 1] = jobs[i].arg;
+    rec->flags |= RP__JOB_BULK | (uint32_t)n << RP__BULK_SHIFT;
+    rp__tsan_release(rec);
+}
+
+size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n, bool bulk)
 {
     rp__lane_rec *recs[RP__LANE_CHAIN_MAX];
-    size_t got;
+    size_t first[RP__LANE_CHAIN_MAX + 1], got, nrec = 0, done;
 
     if (n > RP__LANE_CHAIN_MAX)
         n = RP__LANE_CHAIN_MAX;
+    /* The records' first jobs: jobs[first[i]..first[i+1]) go into record
+     * i (one job each unless bulk). */
+    for (size_t i = 0; i < n; i++)
+        if (!bulk || i == 0 || !joins_bulk(&jobs[first[nrec - 1]], i - first[nrec - 1], &jobs[i]))
+            first[nrec++] = i;
+    first[nrec] = n;
     /* All records first, then the writes: a get's locked instruction
      * would wait for the previous record's stores (cache misses) to
      * drain. */
-    if ((got = get_recs(lane, recs, n)) == 0)
+    if ((got = get_recs(lane, recs, nrec)) == 0)
         return 0;
     for (size_t i = 0; i < got; i++)
-        fill(recs[i], &jobs[i]);
+        fill_bulk(recs[i], &jobs[first[i]], first[i + 1] - first[i]);
+    done = first[got];
     /* Link them as ck_fifo_mpmc_enqueue() prepares one entry. */
     rp__tsan_ignore_begin();
     for (size_t i = 0; i < got; i++) {
@@ -457,11 +492,37 @@ size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n)
     }
     enqueue_chain(&lane->fifo, &recs[0]->fifo, &recs[got - 1]->fifo);
     rp__tsan_ignore_end();
-    return got;
+    return done;
+}
+
+/* How many jobs a record carries: a racy read before the commit (see the
+ * top of the file), so a recycled record's garbage is bounded here. */
+static unsigned jobs_in(uint32_t flags)
+{
+    unsigned n;
+
+    if (!(flags & RP__JOB_BULK))
+        return 1;
+    n = RP__BULK_COUNT(flags);
+    return n < 2 ? 2 : n > RP__LANE_BULK ? RP__LANE_BULK : n;
+}
+
+/* The jobs of a bulk record into out[0..n): the first is already there
+ * (copy_out), the others differ in argument and sequence. */
+static void copy_bulk(rp__job *out, const rp__lane_rec *rec, unsigned n)
+{
+    uint64_t seq = atomic_load_explicit(&out[0].seq, memory_order_relaxed);
+
+    out[0].flags &= ~(RP__JOB_BULK | (0xffu << RP__BULK_SHIFT));
+    for (unsigned i = 1; i < n; i++) {
+        out[i] = (rp__job){.fn = out[0].fn, .arg = rec->more[i - 1], .flags = out[0].flags};
+        atomic_store_explicit(&out[i].seq, seq + i, memory_order_relaxed);
+    }
 }
 
 /* The job a record carries, by value (a racy read before the commit; see
- * the top of the file): the second line only when the job is cold. */
+ * the top of the file): the second line only when the job is cold.  A
+ * bulk's first job only (see copy_bulk). */
 static void copy_out(rp__job *out, const rp__lane_rec *rec)
 {
     out->fn = rec->fn;
@@ -499,22 +560,25 @@ static bool continues_run(const rp__job *prev, const rp__job *next)
  * head CAS: the same loads, fences and CASes on ck's structure.
  *
  * Runs.  After the first node, the walk follows next links - while the
- * jobs continue a batch run (continues_run) for the owner, else up to
- * max - but never past the tail read before the walk: a head moved beyond
- * the tail would leave the tail on a freed record, and as the tail only
- * moves forward, stopping at the snapshot is safe.  If the head CAS
- * succeeds the head did not move during the walk, so every node walked was
- * still queued, its links and job intact.  The old stub and every node of
- * the run but the last become garbage (garbage[0..k)); the last is the new
- * stub.  Returns k, 0 when the lane is empty.
+ * jobs continue a batch run (continues_run) for the owner, else while
+ * fewer than max jobs were taken - but never past the tail read before the
+ * walk: a head moved beyond the tail would leave the tail on a freed
+ * record, and as the tail only moves forward, stopping at the snapshot is
+ * safe.  Records are taken whole: the first always (out holds a bulk), a
+ * later one only when out still has room for all its jobs (k + its jobs
+ * <= cap).  If the head CAS succeeds the head did not move during the
+ * walk, so every node walked was still queued, its links and job intact.
+ * The old stub and every node of the run but the last become garbage
+ * (garbage[0..*nrecs)); the last is the new stub.  Returns k, the jobs
+ * taken, 0 when the lane is empty.
  */
-static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, bool owner,
-                            rp__lane_rec **garbage)
+static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, unsigned cap,
+                            bool owner, rp__lane_rec **garbage, unsigned *nrecs)
 {
     ck_fifo_mpmc_t *fifo = &lane->fifo;
     struct ck_fifo_mpmc_pointer head, tail, next, update;
     rp__lane_rec *rec, *ahead;
-    unsigned k;
+    unsigned k, r;
 
     rp__tsan_ignore_begin();
     for (;;) {
@@ -549,10 +613,14 @@ static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, bool own
         rec = rec_of(next.pointer);
         ck_pr_fence_load();
         copy_out(&out[0], rec);
+        /* The first record is taken whole, whatever max says. */
+        if ((k = jobs_in(out[0].flags)) > 1)
+            copy_bulk(out, rec, k);
         ahead = ahead_of(rec);
-        for (k = 1; k < max && &rec->fifo != tail.pointer; k++) {
+        for (r = 1; k < max && &rec->fifo != tail.pointer; r++) {
             ck_fifo_mpmc_entry_t *n = ck_pr_load_ptr(&rec->fifo.next.pointer);
             rp__lane_rec *nrec;
+            unsigned c;
 
             /* Not a batch job: stop before touching the next record (for
              * a tell that would be a cache miss for nothing). */
@@ -560,15 +628,24 @@ static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, bool own
                 break;
             nrec = rec_of(n);
             ck_pr_fence_load();
+            /* Whole records only: one that does not fit stays queued. */
+            if (k + (c = jobs_in(ck_pr_load_32(&nrec->flags))) > cap)
+                break;
             copy_out(&out[k], nrec);
+            if (c > 1)
+                copy_bulk(&out[k], nrec, c);
             if (owner && !continues_run(&out[k - 1], &out[k]))
                 break;
-            /* Later records of the chain: their lines on their way. */
-            if (ahead)
+            /* Later records of the chain: their lines on their way (both:
+             * a bulk's arguments fill the second). */
+            if (ahead) {
                 __builtin_prefetch(ahead);
+                __builtin_prefetch((const char *)ahead + RP_CACHELINE);
+            }
             ahead = ahead_of(nrec);
-            garbage[k] = rec;
+            garbage[r] = rec;
             rec = nrec;
+            k += c;
         }
         ck_pr_fence_load_atomic();
         update.pointer = &rec->fifo;
@@ -597,16 +674,19 @@ static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, bool own
      * dequeue that copied it out and ours are ordered through ck's head
      * CAS, which TSan does not see) happen before the record is reused. */
     rp__tsan_acquire(rec);
-    for (unsigned i = 0; i < k; i++)
+    for (unsigned i = 0; i < r; i++)
         rp__tsan_acquire(garbage[i]);
+    *nrecs = r;
     return k;
 }
 
 bool rp__lane_pop_mc(rp__lane *lane, rp__job *out)
 {
     rp__lane_rec *garbage;
+    unsigned nrecs;
 
-    if (!dequeue_run(lane, out, 1, false, &garbage))
+    /* No bulk here (see lane.h): one record, one job, max 1. */
+    if (!dequeue_run(lane, out, 1, 1, false, &garbage, &nrecs))
         return false;
     rp__freelist_put(&lane->recs, garbage);
     return true;
@@ -649,42 +729,42 @@ static void owner_free(rp__lane *lane, rp__lane_rec *garbage)
         rp__freelist_put(&lane->recs, garbage); /* no magazine */
 }
 
-/* Up to max jobs with one head CAS: the owner takes a batch run and keeps
- * the records it frees; a thief takes the oldest jobs whatever they are
- * and gives their records back. */
-static unsigned take(rp__lane *lane, rp__job *out, unsigned max, bool owner)
+/* Up to max jobs (whole records, at most cap in out) with one head CAS:
+ * the owner takes a batch run and keeps the records it frees; a thief
+ * takes the oldest jobs whatever they are and gives their records back. */
+static unsigned take(rp__lane *lane, rp__job *out, unsigned max, unsigned cap, bool owner)
 {
     rp__lane_rec *garbage[RP__LANE_MAG];
-    unsigned got;
+    unsigned got, nrecs;
 
     if (max > RP__LANE_MAG)
         max = RP__LANE_MAG;
-    if (max == 0 || (got = dequeue_run(lane, out, max, owner, garbage)) == 0)
+    if (max == 0 || (got = dequeue_run(lane, out, max, cap, owner, garbage, &nrecs)) == 0)
         return 0;
     if (!owner) {
-        give_back(lane, garbage, got);
+        give_back(lane, garbage, nrecs);
         return got;
     }
-    for (unsigned i = 0; i < got; i++)
+    for (unsigned i = 0; i < nrecs; i++)
         owner_free(lane, garbage[i]);
     return got;
 }
 
 unsigned rp__lane_steal(rp__lane *lane, rp__job *out, unsigned max)
 {
-    return take(lane, out, max, false);
+    return take(lane, out, max, max, false);
 }
 
 bool rp__lane_pop_owner(rp__lane *lane, rp__job *out)
 {
     RP__ASSERT_OWNER(lane);
-    return take(lane, out, 1, true) == 1;
+    return take(lane, out, 1, 1, true) == 1;
 }
 
 unsigned rp__lane_pop_owner_run(rp__lane *lane, rp__job *out, unsigned max)
 {
     RP__ASSERT_OWNER(lane);
-    return take(lane, out, max, true);
+    return take(lane, out, max, max + RP__LANE_BULK - 1, true);
 }
 
 void rp__lane_flush(rp__lane *lane)

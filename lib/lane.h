@@ -37,6 +37,16 @@
 #define RP__JOB_SAMPLED 2u /* feeds the queue-wait histogram */
 #define RP__JOB_BATCH 4u   /* queued by rp__mailbox_push_batch_mp */
 #define RP__JOB_COLD 8u    /* in a record: its second line (reply, stamp) is set */
+#define RP__JOB_BULK 16u   /* in a record: it carries a bulk of batch jobs (below) */
+
+/* Most batch jobs one record carries (a bulk: one function, consecutive
+ * sequence numbers, the arguments in the record's two lines; lane.c,
+ * "Bulks").  Every array a lane copies jobs out into holds at least this
+ * many: a record is always taken whole. */
+#define RP__LANE_BULK 8u
+/* A bulk record's job count, in the flags' top byte. */
+#define RP__BULK_SHIFT 24
+#define RP__BULK_COUNT(flags) ((flags) >> RP__BULK_SHIFT)
 
 /* A job, by value: what a producer pushes and a consumer gets back. */
 typedef struct rp__job {
@@ -54,7 +64,8 @@ typedef struct rp__job {
  * job needs is on the first line; the second holds a reply and a sample's
  * stamp, written and read only for a job flagged RP__JOB_COLD (an ask, a
  * sampled job), so a tell moves one line from producer to consumer, not
- * two.  The free-list link is there too: a free record carries no job. */
+ * two; or a bulk's arguments.  The free-list link is there too: a free
+ * record carries no job. */
 typedef struct rp__lane_rec {
     /* 16-aligned: ck uses cmpxchg16b on next.  fifo.value is not the job
      * (a record is its own value): it is the chain's prefetch hint, the
@@ -66,10 +77,17 @@ typedef struct rp__lane_rec {
     _Atomic uint64_t seq;
     uint32_t flags;
     int32_t submit_tid;
-    /* Second line: RP__JOB_COLD jobs only. */
-    alignas(64) rp__reply reply;
-    int64_t enq_ns;
-    ck_stack_entry_t free;
+    /* Second line: the free-list link, then a cold job's reply and stamp
+     * (RP__JOB_COLD), or a bulk's other arguments (RP__JOB_BULK; never
+     * cold). */
+    alignas(64) ck_stack_entry_t free;
+    union {
+        struct {
+            rp__reply reply;
+            int64_t enq_ns;
+        };
+        void *more[RP__LANE_BULK - 1];
+    };
 } rp__lane_rec;
 #define RP__LANE_AHEAD 4u
 
@@ -149,23 +167,32 @@ void rp__lane_destroy(rp__lane *lane);
  * allocated. */
 int rp__lane_push_mp(rp__lane *lane, const rp__job *job);
 /* Append copies of jobs[0..n), in order, with one link of the queue (the
- * records are chained first).  Returns how many: fewer than n only when
- * records ran out (then the first ones).  n at most RP__LANE_CHAIN_MAX. */
+ * records are chained first).  bulk: consecutive batch jobs of one
+ * function that are not cold share records, up to RP__LANE_BULK a record
+ * (lane.c, "Bulks"); only for a lane nobody pops with rp__lane_pop_mc().
+ * Returns how many: fewer than n only when records ran out (then the
+ * first ones).  n at most RP__LANE_CHAIN_MAX. */
 #define RP__LANE_CHAIN_MAX 64u
-size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n);
-/* Take the oldest job into *out; false when the lane is empty. */
+size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n, bool bulk);
+/* Take the oldest job into *out; false when the lane is empty.  Never on a
+ * lane that holds bulks (an evicting producer: bounded mailboxes, which
+ * push none). */
 bool rp__lane_pop_mc(rp__lane *lane, rp__job *out);
-/* A thief: take up to max of the oldest jobs into out[0..), with one head
- * CAS (a run, see lane.c); their records go back to producers in a
- * magazine.  Returns how many. */
+/* A thief: take the oldest jobs into out[0..) with one head CAS (a run,
+ * see lane.c), whole records only: up to max, or the first record's jobs
+ * when it alone holds more (at most RP__LANE_BULK; out holds that many).
+ * Their records go back to producers in a magazine.  Returns how many. */
 unsigned rp__lane_steal(rp__lane *lane, rp__job *out, unsigned max);
-/* The same for the lane's one owner thread: the record it frees goes into
- * the magazine it fills, handed to producers RP__LANE_MAG at a time. */
+/* The same for the lane's one owner thread, one job: the record it frees
+ * goes into the magazine it fills, handed to producers RP__LANE_MAG at a
+ * time.  Never on a lane that holds bulks (the pinned lane holds none). */
 bool rp__lane_pop_owner(rp__lane *lane, rp__job *out);
 /* The owner: the oldest job into out[0] and, when it is a batch job
  * (RP__JOB_BATCH), the batch jobs that follow it with consecutive
- * sequence numbers, up to max in all, with one head CAS (see lane.c,
- * "Runs").  Returns how many; 0 when the lane is empty. */
+ * sequence numbers, with one head CAS (see lane.c, "Runs"): records
+ * while fewer than max jobs were taken, each whole, so up to
+ * max + RP__LANE_BULK - 1 jobs (out holds that many).  Returns how many;
+ * 0 when the lane is empty. */
 unsigned rp__lane_pop_owner_run(rp__lane *lane, rp__job *out, unsigned max);
 /* Owner, going idle: hand over the magazine it fills, however full, so
  * its records do not wait for its next busy period. */

@@ -344,7 +344,7 @@ size_t rp__mailbox_push_batch_mp(rp__mailbox *mb, rp_job_fn fn, void *const *arg
             stamp(mb, &jobs[j], seq + i + j, before + (int64_t)(i + j), &now);
         }
         /* One link into the lane per chain. */
-        put = rp__lane_push_n(&mb->stealable, jobs, m);
+        put = rp__lane_push_n(&mb->stealable, jobs, m, mb->capacity == 0);
         i += put;
         if (RP_LIKELY(put == m))
             continue;
@@ -359,11 +359,6 @@ size_t rp__mailbox_push_batch_mp(rp__mailbox *mb, rp_job_fn fn, void *const *arg
     /* The last chain's push ended with the lane's tail CAS. */
     rp__event_signal_after_rmw(&mb->ev);
     return i;
-}
-
-bool rp__mailbox_pop_owner(rp__mailbox *mb, rp__job *out)
-{
-    return rp__mailbox_pop_owner_run(mb, out, 1) == 1;
 }
 
 unsigned rp__mailbox_pop_owner_run(rp__mailbox *mb, rp__job *out, unsigned max)
@@ -400,14 +395,20 @@ void rp__mailbox_drain(rp__mailbox *mb, rp__dispose_fn dispose, void *ctx)
 {
     RP__ASSERT_OWNER(&mb->stealable);
     for (;;) {
-        rp__job job;
+        rp__job jobs[RP__LANE_BULK];
+        unsigned got;
         uint32_t v;
 
-        if (rp__mailbox_pop_owner(mb, &job)) {
+        if ((got = rp__mailbox_pop_owner_run(mb, jobs, 1)) != 0) {
+            /* One bulk comes whole: the slots of all but the first are
+             * still ours to release. */
+            rp__mailbox_release_owner(mb, got - 1);
             /* Retired after dispose: a job re-routed elsewhere must be
              * accepted there before it stops counting here (wait_idle). */
-            dispose(ctx, &job);
-            atomic_fetch_add_explicit(&mb->retired, 1, memory_order_release);
+            for (unsigned i = 0; i < got; i++) {
+                dispose(ctx, &jobs[i]);
+                atomic_fetch_add_explicit(&mb->retired, 1, memory_order_release);
+            }
             continue;
         }
         if (rp__mailbox_depth(mb) == 0)

@@ -89,16 +89,13 @@ int rp__reason_slot(int reason);
  * counts it as retired; the caller handles its arg and reply. */
 void rp__mailbox_count_skipped(rp__mailbox *mb, int reason);
 
-/* Owner: take the oldest queued job of either lane into *out; false when
- * both are empty. */
-bool rp__mailbox_pop_owner(rp__mailbox *mb, rp__job *out);
-
 /* Owner: the oldest queued job into out[0], and after it, when it is a
- * batch job, up to max - 1 more of the same batch run (rp__lane_pop_owner_run),
- * taken with one CAS.  Only out[0]'s slot is released: the others still
- * count in depth, and the caller releases each slot as it takes the job
- * (the routee keeps them with its stolen batch).  0 when both lanes are
- * empty. */
+ * batch job, more of the same batch run (rp__lane_pop_owner_run), taken
+ * with one CAS: about max, whole bulks, so up to max + RP__LANE_BULK - 1
+ * (out holds that many).  Only out[0]'s slot is
+ * released: the others still count in depth, and the caller releases each
+ * slot as it takes the job (the routee keeps them with its stolen batch).
+ * 0 when both lanes are empty. */
 unsigned rp__mailbox_pop_owner_run(rp__mailbox *mb, rp__job *out, unsigned max);
 
 /* Owner, going idle: hand its lanes' partial magazines to producers. */

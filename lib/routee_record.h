@@ -16,8 +16,11 @@
 
 enum { RP__ROUTEE_LOCAL = 1, RP__ROUTEE_FOREIGN = 2 };
 
-/* Most jobs one steal takes (half the victim's depth, at least one). */
+/* Most jobs one steal asks for (half the victim's depth, at least one). */
 #define RP__STEAL_MAX 8u
+/* What the stolen batch holds: a steal's jobs, or the owner's batch run,
+ * which ends on a whole bulk (rp__mailbox_pop_owner_run). */
+#define RP__HELD_MAX (RP__STEAL_MAX + RP__LANE_BULK - 1)
 
 struct rp_routee {
     int kind;
@@ -67,7 +70,7 @@ struct rp_routee {
     /* The last batch this routee stole; [stolen_next, stolen_count) have
      * not run yet (owner-only).  They count in its depth, so routers see
      * them. */
-    rp__job stolen[RP__STEAL_MAX];
+    rp__job stolen[RP__HELD_MAX];
     unsigned stolen_next, stolen_count;
     int64_t spin_ns; /* owner-only: this routee's adaptive spin window */
     unsigned spin_fails; /* owner-only: fruitless spins in a row */

@@ -49,7 +49,7 @@ static void *steal_one(void *p)
 Test(owner, the_owner_and_thieves_use_a_lane_without_abort)
 {
     rp__lane lane;
-    rp__job job = {.fn = noop}, out[2];
+    rp__job job = {.fn = noop}, out[2 + RP__LANE_BULK - 1];
     pthread_t th;
     void *stolen;
 
@@ -119,9 +119,9 @@ Test(owner, a_lane_flush_from_another_thread_aborts, .signal = SIGABRT)
 
 static void *own_mailbox(void *p)
 {
-    rp__job job;
+    rp__job jobs[RP__LANE_BULK];
 
-    rp__mailbox_pop_owner(p, &job);
+    rp__mailbox_pop_owner_run(p, jobs, 1);
     return NULL;
 }
 

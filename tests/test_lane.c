@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/test_lane.c - a lane's bulks (lib/lane.c, "Bulks"): consecutive
+ * batch jobs of one function share a queue record, up to RP__LANE_BULK a
+ * record; they come out in order, whole, each with its own argument and
+ * sequence number, and a job a bulk cannot describe (cold, another
+ * function, a gap in the sequence, not a batch job) starts a record of
+ * its own.  Linked with the static library: lanes are private.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "lane.h"
+
+TestSuite(lane, .fini = rp_leak_check);
+
+static rp__arena arena;
+
+static void lane_up(rp__lane *lane)
+{
+    rp__arena_create(&arena);
+    cr_assert_eq(rp__lane_init(lane, &arena), 0);
+}
+
+static void lane_down(rp__lane *lane)
+{
+    rp__lane_destroy(lane);
+    rp__arena_destroy(&arena);
+}
+
+static void fn_a(rp_job_ctx *ctx, void *arg)
+{
+    (void)ctx, (void)arg;
+}
+
+static void fn_b(rp_job_ctx *ctx, void *arg)
+{
+    (void)ctx, (void)arg;
+}
+
+/* Batch job i: argument i + 1 (never NULL), sequence base + i. */
+static void batch_jobs(rp__job *jobs, size_t n, uint64_t base)
+{
+    for (size_t i = 0; i < n; i++) {
+        jobs[i] = (rp__job){.fn = fn_a, .arg = (void *)(uintptr_t)(i + 1), .flags = RP__JOB_BATCH};
+        atomic_store(&jobs[i].seq, base + i);
+    }
+}
+
+/* out[0..n) are jobs first..first+n of batch_jobs(base), unflagged. */
+static void assert_jobs(const rp__job *out, unsigned n, size_t first, uint64_t base)
+{
+    for (unsigned i = 0; i < n; i++) {
+        cr_assert_eq(out[i].fn, fn_a, "job %zu: another function", first + i);
+        cr_assert_eq((uintptr_t)out[i].arg, first + i + 1, "job %zu: argument %zu", first + i,
+                     (size_t)(uintptr_t)out[i].arg);
+        cr_assert_eq(atomic_load(&out[i].seq), base + first + i, "job %zu: sequence", first + i);
+        cr_assert_eq(out[i].flags, RP__JOB_BATCH, "job %zu: flags %#x", first + i, out[i].flags);
+        cr_assert_null(out[i].reply.ops);
+        cr_assert_eq(out[i].enq_ns, 0);
+        cr_assert_eq(out[i].submit_tid, 0);
+    }
+}
+
+Test(lane, a_batch_chain_comes_out_in_order_a_bulk_per_owner_take)
+{
+    rp__lane lane;
+    rp__job jobs[64], out[RP__LANE_BULK];
+    size_t taken = 0;
+    unsigned takes = 0, got;
+
+    lane_up(&lane);
+    batch_jobs(jobs, 64, 100);
+    cr_assert_eq(rp__lane_push_n(&lane, jobs, 64, true), 64);
+    /* max 1: one record, whole - so each take is one bulk of 8. */
+    while ((got = rp__lane_pop_owner_run(&lane, out, 1)) != 0) {
+        cr_assert_eq(got, RP__LANE_BULK, "take %u: %u jobs", takes, got);
+        assert_jobs(out, got, taken, 100);
+        taken += got;
+        takes++;
+    }
+    cr_assert_eq(taken, 64);
+    cr_assert_eq(takes, 64 / RP__LANE_BULK);
+    lane_down(&lane);
+}
+
+Test(lane, an_owner_run_ends_on_a_whole_bulk)
+{
+    rp__lane lane;
+    rp__job jobs[20], out[8 + RP__LANE_BULK - 1];
+
+    lane_up(&lane);
+    batch_jobs(jobs, 20, 0);
+    jobs[0].enq_ns = 1; /* sampled: a record of its own */
+    cr_assert_eq(rp__lane_push_n(&lane, jobs, 20, true), 20);
+    /* Asked for 8: the lone job, then the next bulk whole (9). */
+    cr_assert_eq(rp__lane_pop_owner_run(&lane, out, 8), 1 + RP__LANE_BULK);
+    cr_assert_eq(out[0].enq_ns, 1);
+    out[0].enq_ns = 0;
+    out[0].flags &= ~RP__JOB_COLD;
+    assert_jobs(out, 1 + RP__LANE_BULK, 0, 0);
+    /* The rest, bulks of 8 and 3: the first makes 8, the run stops. */
+    cr_assert_eq(rp__lane_pop_owner_run(&lane, out, 8), 8);
+    assert_jobs(out, 8, 9, 0);
+    cr_assert_eq(rp__lane_pop_owner_run(&lane, out, 8), 3);
+    assert_jobs(out, 3, 17, 0);
+    cr_assert_eq(rp__lane_pop_owner_run(&lane, out, 8), 0);
+    lane_down(&lane);
+}
+
+Test(lane, a_thief_takes_whole_bulks_and_leaves_one_that_does_not_fit)
+{
+    rp__lane lane;
+    rp__job jobs[20], out[RP__LANE_BULK + 8];
+
+    lane_up(&lane);
+    batch_jobs(jobs, 20, 7);
+    cr_assert_eq(rp__lane_push_n(&lane, jobs, 20, true), 20);
+    /* Records of 8, 8 and 4.  Asked for 3: the first record, whole. */
+    cr_assert_eq(rp__lane_steal(&lane, out, 3), 8);
+    assert_jobs(out, 8, 0, 7);
+    /* Asked for 10: the second record; the third would make 12. */
+    cr_assert_eq(rp__lane_steal(&lane, out, 10), 8);
+    assert_jobs(out, 8, 8, 7);
+    cr_assert_eq(rp__lane_steal(&lane, out, 1), 4);
+    assert_jobs(out, 4, 16, 7);
+    cr_assert_eq(rp__lane_steal(&lane, out, 8), 0);
+    lane_down(&lane);
+}
+
+/* How many jobs each record holds, by stealing one record at a time. */
+static unsigned record_sizes(rp__lane *lane, unsigned *sizes, unsigned cap)
+{
+    rp__job out[RP__LANE_BULK];
+    unsigned n = 0, got;
+
+    while (n < cap && (got = rp__lane_steal(lane, out, 1)) != 0)
+        sizes[n++] = got;
+    return n;
+}
+
+Test(lane, a_job_a_bulk_cannot_describe_starts_a_record_of_its_own)
+{
+    rp__lane lane;
+    rp__job jobs[12];
+    unsigned sizes[12];
+    static const unsigned want[] = {2, 1, 1, 2, 1, 1, 3, 1};
+    rp__reply reply = {.deadline_ns = 5};
+
+    lane_up(&lane);
+    batch_jobs(jobs, 12, 0);
+    jobs[2].enq_ns = 9;                    /* cold: a sample's stamp */
+    jobs[3].fn = fn_b;                     /* another function */
+    atomic_store(&jobs[6].seq, 60);        /* a gap in the sequence */
+    jobs[7].flags = 0;                     /* not a batch job */
+    jobs[11].reply = reply;                /* cold: a deadline */
+    cr_assert_eq(rp__lane_push_n(&lane, jobs, 12, true), 12);
+    /* [0 1] [2] [3] [4 5] [6] [7] [8 9 10] [11] */
+    cr_assert_eq(record_sizes(&lane, sizes, 12), sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_assert_eq(sizes[i], want[i], "record %zu holds %u jobs", i, sizes[i]);
+    lane_down(&lane);
+}
+
+Test(lane, without_bulk_every_job_has_its_record)
+{
+    rp__lane lane;
+    rp__job jobs[16];
+    unsigned sizes[16];
+
+    lane_up(&lane);
+    batch_jobs(jobs, 16, 0);
+    cr_assert_eq(rp__lane_push_n(&lane, jobs, 16, false), 16);
+    cr_assert_eq(record_sizes(&lane, sizes, 16), 16);
+    for (unsigned i = 0; i < 16; i++)
+        cr_assert_eq(sizes[i], 1);
+    lane_down(&lane);
+}
+
+/*
+ * Concurrent: a producer pushes bulks while the owner takes runs and a
+ * thief steals; every job comes out exactly once, and each consumer sees
+ * its jobs in sequence order.
+ */
+#define CONC_JOBS 200000u
+
+typedef struct conc {
+    rp__lane lane;
+    _Atomic unsigned char seen[CONC_JOBS];
+    _Atomic uint64_t got;
+    bool order_ok[2];
+    bool pushed_all;
+} conc;
+
+static void note(conc *c, const rp__job *out, unsigned n, uint64_t *last, int who)
+{
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t s = atomic_load(&out[i].seq);
+
+        if (s >= CONC_JOBS || (uintptr_t)out[i].arg != s + 1 || (*last != UINT64_MAX && s <= *last))
+            c->order_ok[who] = false;
+        if (s < CONC_JOBS)
+            atomic_fetch_add(&c->seen[s], 1);
+        *last = s;
+    }
+    atomic_fetch_add(&c->got, n);
+}
+
+static void *conc_thief(void *p)
+{
+    conc *c = p;
+    rp__job out[RP__LANE_BULK + 4];
+    uint64_t last = UINT64_MAX;
+
+    while (atomic_load(&c->got) < CONC_JOBS)
+        note(c, out, rp__lane_steal(&c->lane, out, 4), &last, 1);
+    return NULL;
+}
+
+static void *conc_producer(void *p)
+{
+    conc *c = p;
+    rp__job jobs[RP__LANE_CHAIN_MAX];
+
+    for (uint64_t base = 0; base < CONC_JOBS;) {
+        size_t n = CONC_JOBS - base < 37 ? CONC_JOBS - base : 37; /* bulks of 8, 8, 8, 8, 5 */
+
+        batch_jobs(jobs, n, base);
+        for (size_t i = 0; i < n; i++)
+            jobs[i].arg = (void *)(uintptr_t)(base + i + 1);
+        if (rp__lane_push_n(&c->lane, jobs, n, true) != n)
+            return NULL; /* out of memory: the test fails on the count */
+        base += n;
+    }
+    c->pushed_all = true;
+    return NULL;
+}
+
+Test(lane, an_owner_and_a_thief_take_every_bulk_job_exactly_once_in_order, .timeout = 60)
+{
+    conc *c = calloc(1, sizeof *c);
+    pthread_t prod, thief;
+    rp__job out[8 + RP__LANE_BULK - 1];
+    uint64_t last = UINT64_MAX;
+
+    cr_assert_not_null(c);
+    c->order_ok[0] = c->order_ok[1] = true;
+    lane_up(&c->lane);
+    cr_assert_eq(pthread_create(&prod, NULL, conc_producer, c), 0);
+    cr_assert_eq(pthread_create(&thief, NULL, conc_thief, c), 0);
+    while (atomic_load(&c->got) < CONC_JOBS) {
+        unsigned got = rp__lane_pop_owner_run(&c->lane, out, 8);
+
+        note(c, out, got, &last, 0);
+        if (!got)
+            rp__lane_flush(&c->lane);
+    }
+    cr_assert_eq(pthread_join(prod, NULL), 0);
+    cr_assert_eq(pthread_join(thief, NULL), 0);
+    cr_assert(c->pushed_all, "the producer could not push every job");
+    cr_assert_eq(atomic_load(&c->got), CONC_JOBS);
+    cr_assert(c->order_ok[0], "the owner saw a job out of order");
+    cr_assert(c->order_ok[1], "the thief saw a job out of order");
+    for (unsigned i = 0; i < CONC_JOBS; i++)
+        cr_assert_eq(atomic_load(&c->seen[i]), 1, "job %u came out %d times", i,
+                     atomic_load(&c->seen[i]));
+    rp__lane_flush(&c->lane);
+    lane_down(&c->lane);
+    free(c);
+}

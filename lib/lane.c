@@ -435,30 +435,63 @@ static void enqueue_chain(ck_fifo_mpmc_t *fifo, ck_fifo_mpmc_entry_t *first,
 }
 
 /* Whether a job can be part of a bulk: a batch job with nothing but its
- * function, argument and sequence (a bulk record has no room for more). */
+ * function, argument and sequence, and a sample's stamp (a bulk record has
+ * no room for a reply or a traced job's submitter). */
 static bool bulkable(const rp__job *job)
 {
-    return (job->flags & RP__JOB_BATCH) && !is_cold(job) && !job->submit_tid;
+    return (job->flags & RP__JOB_BATCH) && !job->reply.ops && !job->reply.deadline_ns &&
+           !job->submit_tid && !job->enq_ns == !(job->flags & RP__JOB_SAMPLED);
 }
 
-/* Whether job may join the bulk that begins at first (n jobs so far). */
-static bool joins_bulk(const rp__job *first, size_t n, const rp__job *job)
+/* A sampled job's stamp, else 0. */
+static int64_t stamp_of(const rp__job *job)
 {
-    return n < RP__LANE_BULK && bulkable(first) && bulkable(job) && job->fn == first->fn &&
-           job->flags == first->flags &&
+    return (job->flags & RP__JOB_SAMPLED) ? job->enq_ns : 0;
+}
+
+/* Whether job may join the bulk that begins at first, n jobs so far,
+ * whose sampled jobs carry stamp (0: none yet).  Jobs of a bulk differ in
+ * argument, sequence and sampling only, and its sampled jobs share one
+ * stamp (a batch call reads the clock once). */
+static bool joins_bulk(const rp__job *first, size_t n, int64_t stamp, const rp__job *job)
+{
+    int64_t s = stamp_of(job);
+
+    return bulkable(first) && bulkable(job) && job->fn == first->fn &&
+           ((job->flags ^ first->flags) & ~RP__JOB_SAMPLED) == 0 &&
            atomic_load_explicit(&job->seq, memory_order_relaxed) ==
-               atomic_load_explicit(&first->seq, memory_order_relaxed) + n;
+               atomic_load_explicit(&first->seq, memory_order_relaxed) + n &&
+           (!stamp || !s || s == stamp) &&
+           n + 1 <= (stamp || s ? RP__LANE_BULK - 1 : RP__LANE_BULK);
 }
 
 /* jobs[0..n) into one record: a plain record for one job, else a bulk. */
 static void fill_bulk(rp__lane_rec *rec, const rp__job *jobs, size_t n)
 {
-    fill(rec, &jobs[0]);
-    if (n == 1)
+    uint32_t samples = 0;
+    int64_t stamp = 0;
+
+    if (n == 1) {
+        fill(rec, &jobs[0]);
         return;
-    for (size_t i = 1; i < n; i++)
-        rec->more[i - 1] = jobs[i].arg;
-    rec->flags |= RP__JOB_BULK | (uint32_t)n << RP__BULK_SHIFT;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (jobs[i].flags & RP__JOB_SAMPLED) {
+            samples |= 1u << i;
+            stamp = jobs[i].enq_ns;
+        }
+        if (i)
+            rec->more[i - 1] = jobs[i].arg;
+    }
+    if (samples)
+        rec->stamp = stamp;
+    rec->fn = jobs[0].fn;
+    rec->arg = jobs[0].arg;
+    rec->flags = (jobs[0].flags & ~(RP__JOB_COLD | RP__JOB_SAMPLED)) | RP__JOB_BULK |
+                 samples << RP__BULK_SAMPLE_SHIFT | (uint32_t)n << RP__BULK_SHIFT;
+    rec->submit_tid = 0;
+    atomic_store_explicit(&rec->seq, atomic_load_explicit(&jobs[0].seq, memory_order_relaxed),
+                          memory_order_relaxed);
     rp__tsan_release(rec);
 }
 
@@ -466,14 +499,23 @@ size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n, bool bulk)
 {
     rp__lane_rec *recs[RP__LANE_CHAIN_MAX];
     size_t first[RP__LANE_CHAIN_MAX + 1], got, nrec = 0, done;
+    int64_t stamp = 0; /* the current bulk's sampled jobs' */
 
     if (n > RP__LANE_CHAIN_MAX)
         n = RP__LANE_CHAIN_MAX;
     /* The records' first jobs: jobs[first[i]..first[i+1]) go into record
      * i (one job each unless bulk). */
-    for (size_t i = 0; i < n; i++)
-        if (!bulk || i == 0 || !joins_bulk(&jobs[first[nrec - 1]], i - first[nrec - 1], &jobs[i]))
-            first[nrec++] = i;
+    for (size_t i = 0; i < n; i++) {
+        size_t at = nrec ? first[nrec - 1] : 0;
+
+        if (bulk && i > 0 && joins_bulk(&jobs[at], i - at, stamp, &jobs[i])) {
+            if (!stamp)
+                stamp = stamp_of(&jobs[i]);
+            continue;
+        }
+        first[nrec++] = i;
+        stamp = stamp_of(&jobs[i]);
+    }
     first[nrec] = n;
     /* All records first, then the writes: a get's locked instruction
      * would wait for the previous record's stores (cache misses) to
@@ -508,15 +550,24 @@ static unsigned jobs_in(uint32_t flags)
 }
 
 /* The jobs of a bulk record into out[0..n): the first is already there
- * (copy_out), the others differ in argument and sequence. */
+ * (copy_out), the others differ in argument, sequence and sampling. */
 static void copy_bulk(rp__job *out, const rp__lane_rec *rec, unsigned n)
 {
     uint64_t seq = atomic_load_explicit(&out[0].seq, memory_order_relaxed);
+    uint32_t samples = RP__BULK_SAMPLES(out[0].flags);
+    uint32_t flags = out[0].flags & ~(RP__JOB_BULK | 0xffu << RP__BULK_SHIFT |
+                                      0xffu << RP__BULK_SAMPLE_SHIFT);
+    int64_t stamp = samples ? rec->stamp : 0;
 
-    out[0].flags &= ~(RP__JOB_BULK | (0xffu << RP__BULK_SHIFT));
-    for (unsigned i = 1; i < n; i++) {
-        out[i] = (rp__job){.fn = out[0].fn, .arg = rec->more[i - 1], .flags = out[0].flags};
-        atomic_store_explicit(&out[i].seq, seq + i, memory_order_relaxed);
+    for (unsigned i = 0; i < n; i++) {
+        bool sampled = samples & (1u << i);
+
+        if (i) {
+            out[i] = (rp__job){.fn = out[0].fn, .arg = rec->more[i - 1]};
+            atomic_store_explicit(&out[i].seq, seq + i, memory_order_relaxed);
+        }
+        out[i].flags = sampled ? flags | RP__JOB_SAMPLED : flags;
+        out[i].enq_ns = sampled ? stamp : 0;
     }
 }
 

@@ -44,9 +44,14 @@
  * "Bulks").  Every array a lane copies jobs out into holds at least this
  * many: a record is always taken whole. */
 #define RP__LANE_BULK 8u
-/* A bulk record's job count, in the flags' top byte. */
+/* A bulk record's job count, in the flags' top byte; which of its jobs
+ * are sampled (RP__JOB_SAMPLED, bit i for job i), in bits 8..15.  A bulk
+ * with a sampled job carries their shared stamp in its last argument slot,
+ * so it holds at most RP__LANE_BULK - 1 jobs. */
 #define RP__BULK_SHIFT 24
 #define RP__BULK_COUNT(flags) ((flags) >> RP__BULK_SHIFT)
+#define RP__BULK_SAMPLE_SHIFT 8
+#define RP__BULK_SAMPLES(flags) (((flags) >> RP__BULK_SAMPLE_SHIFT) & 0xffu)
 
 /* A job, by value: what a producer pushes and a consumer gets back. */
 typedef struct rp__job {
@@ -87,6 +92,11 @@ typedef struct rp__lane_rec {
             int64_t enq_ns;
         };
         void *more[RP__LANE_BULK - 1];
+        /* A bulk with sampled jobs: their stamp in the last slot. */
+        struct {
+            void *more_unused_[RP__LANE_BULK - 2];
+            int64_t stamp;
+        };
     };
 } rp__lane_rec;
 #define RP__LANE_AHEAD 4u

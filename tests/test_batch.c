@@ -380,11 +380,13 @@ Test(batch, a_thief_takes_the_queued_rest_of_a_batch_but_not_the_held_run, .init
     cr_assert_eq(rp_router_tell_batch(only0, probe_job, args_of(pr, 20), 20), 0, "%s", rp_errmsg());
     cr_assert(gate_wait_entered(&g0, 1, 5000));
     /* Routee 1 is free: it steals the jobs still queued, not those routee
-     * 0 holds.  A run ends on a whole record, and the batch's records
-     * carry up to BULK jobs: pr[0], the metrics' sample (the mailbox's
-     * first job), has a record of its own; the run then takes the next
-     * record whole, pr[1..BULK], so routee 0 holds BULK run-mates. */
-    const int held = BULK;
+     * 0 holds.  A run takes whole records while it holds fewer than RUN
+     * jobs, and the batch's records carry up to BULK jobs, one fewer when
+     * one of them is sampled for the metrics (its stamp takes a slot; the
+     * mailbox's first job is, and one in RP_METRICS_SAMPLE): pr[0..6],
+     * pr[7..14], pr[15..19].  Routee 0 takes the first two and holds
+     * pr[1..14]; routee 1 steals the last record. */
+    const int held = (BULK - 1) + BULK - 1;
     gate_open(&g1);
     const int64_t deadline = now_ms() + 5000;
     while (rp_routee_depth(r0) > held && now_ms() < deadline)

@@ -3,7 +3,8 @@
  * tests/test_lane.c - a lane's bulks (lib/lane.c, "Bulks"): consecutive
  * batch jobs of one function share a queue record, up to RP__LANE_BULK a
  * record; they come out in order, whole, each with its own argument and
- * sequence number, and a job a bulk cannot describe (cold, another
+ * sequence number (and a sampled job its stamp), and a job a bulk cannot
+ * describe (a reply, a deadline, a stamp without the sample flag, another
  * function, a gap in the sequence, not a batch job) starts a record of
  * its own.  Linked with the static library: lanes are private.
  */
@@ -12,23 +13,9 @@
 #include <stdint.h>
 
 #include "common.h"
-#include "lane.h"
+#include "lane_fixture.h"
 
 TestSuite(lane, .fini = rp_leak_check);
-
-static rp__arena arena;
-
-static void lane_up(rp__lane *lane)
-{
-    rp__arena_create(&arena);
-    cr_assert_eq(rp__lane_init(lane, &arena), 0);
-}
-
-static void lane_down(rp__lane *lane)
-{
-    rp__lane_destroy(lane);
-    rp__arena_destroy(&arena);
-}
 
 static void fn_a(rp_job_ctx *ctx, void *arg)
 {
@@ -161,6 +148,43 @@ Test(lane, a_job_a_bulk_cannot_describe_starts_a_record_of_its_own)
     cr_assert_eq(record_sizes(&lane, sizes, 12), sizeof want / sizeof want[0]);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_assert_eq(sizes[i], want[i], "record %zu holds %u jobs", i, sizes[i]);
+    lane_down(&lane);
+}
+
+Test(lane, sampled_jobs_share_a_bulk_with_their_stamp_one_job_fewer)
+{
+    rp__lane lane;
+    rp__job jobs[20], out[RP__LANE_BULK];
+    static const unsigned want[] = {7, 3, 7, 3};
+    int64_t stamp[20] = {[0] = 42, [5] = 42, [9] = 43, [10] = 44};
+    size_t taken = 0;
+
+    lane_up(&lane);
+    batch_jobs(jobs, 20, 0);
+    for (size_t i = 0; i < 20; i++)
+        if (stamp[i]) {
+            jobs[i].flags |= RP__JOB_SAMPLED;
+            jobs[i].enq_ns = stamp[i];
+        }
+    cr_assert_eq(rp__lane_push_n(&lane, jobs, 20, true), 20);
+    /* [0..6] (two samples, one stamp: 7 jobs), [7..9] (job 10's stamp
+     * differs from job 9's), [10..16], [17..19]. */
+    for (size_t r = 0; r < sizeof want / sizeof want[0]; r++) {
+        unsigned got = rp__lane_pop_owner_run(&lane, out, 1);
+
+        cr_assert_eq(got, want[r], "record %zu holds %u jobs", r, got);
+        for (unsigned i = 0; i < got; i++, taken++) {
+            cr_assert_eq(out[i].enq_ns, stamp[taken], "job %zu: stamp %lld", taken,
+                         (long long)out[i].enq_ns);
+            cr_assert_eq(!!(out[i].flags & RP__JOB_SAMPLED), !!stamp[taken], "job %zu: flags %#x",
+                         taken, out[i].flags);
+            out[i].flags &= ~RP__JOB_SAMPLED;
+            out[i].enq_ns = 0;
+        }
+        assert_jobs(out, got, taken - got, 0);
+    }
+    cr_assert_eq(taken, 20);
+    cr_assert_eq(rp__lane_pop_owner_run(&lane, out, 1), 0);
     lane_down(&lane);
 }
 

@@ -14,24 +14,10 @@
 #include <stdint.h>
 
 #include "common.h"
-#include "lane.h"
+#include "lane_fixture.h"
 #include "mailbox.h"
 
 TestSuite(owner, .fini = rp_leak_check);
-
-static rp__arena arena;
-
-static void lane_up(rp__lane *lane)
-{
-    rp__arena_create(&arena);
-    cr_assert_eq(rp__lane_init(lane, &arena), 0);
-}
-
-static void lane_down(rp__lane *lane)
-{
-    rp__lane_destroy(lane);
-    rp__arena_destroy(&arena);
-}
 
 static void noop(rp_job_ctx *ctx, void *arg)
 {
@@ -135,13 +121,13 @@ Test(owner, a_mailbox_release_owner_from_another_thread_aborts, .signal = SIGABR
     rp__mailbox mb;
     pthread_t th;
 
-    rp__arena_create(&arena);
-    cr_assert_eq(rp__mailbox_init(&mb, &arena, 0, RP_OVERFLOW_REJECT, handback, NULL, 0), 0);
+    rp__arena_create(&lane_arena);
+    cr_assert_eq(rp__mailbox_init(&mb, &lane_arena, 0, RP_OVERFLOW_REJECT, handback, NULL, 0), 0);
     cr_assert_eq(pthread_create(&th, NULL, own_mailbox, &mb), 0);
     cr_assert_eq(pthread_join(th, NULL), 0);
     rp__mailbox_release_owner(&mb, 0);
     rp__mailbox_destroy(&mb);
-    rp__arena_destroy(&arena);
+    rp__arena_destroy(&lane_arena);
 }
 #else
 Test(owner, wrong_thread_calls_are_not_checked_in_release_builds)

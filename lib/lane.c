@@ -733,13 +733,20 @@ static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, unsigned
 
 bool rp__lane_pop_mc(rp__lane *lane, rp__job *out)
 {
+    rp__job got[RP__LANE_BULK]; /* a record is taken whole */
     rp__lane_rec *garbage;
-    unsigned nrecs;
+    unsigned nrecs, k;
 
-    /* No bulk here (see lane.h): one record, one job, max 1. */
-    if (!dequeue_run(lane, out, 1, 1, false, &garbage, &nrecs))
+    if (!(k = dequeue_run(lane, got, 1, 1, false, &garbage, &nrecs)))
         return false;
     rp__freelist_put(&lane->recs, garbage);
+    /* No bulk here (see lane.h): its other jobs would have nowhere to go.
+     * A library bug, never a silent loss. */
+    if (RP_UNLIKELY(k != 1)) {
+        fprintf(stderr, "routepool: rp__lane_pop_mc met a bulk of %u jobs\n", k);
+        abort();
+    }
+    *out = got[0];
     return true;
 }
 

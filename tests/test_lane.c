@@ -10,6 +10,7 @@
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "common.h"
@@ -185,6 +186,37 @@ Test(lane, sampled_jobs_share_a_bulk_with_their_stamp_one_job_fewer)
     }
     cr_assert_eq(taken, 20);
     cr_assert_eq(rp__lane_pop_owner_run(&lane, out, 1), 0);
+    lane_down(&lane);
+}
+
+/* rp__lane_pop_mc() is for lanes without bulks (bounded mailboxes push
+ * none); meeting one is a library bug, and it aborts rather than write
+ * past its one job or drop the others. */
+Test(lane, a_single_job_pop_that_meets_a_bulk_aborts_rather_than_lose_jobs, .signal = SIGABRT)
+{
+    rp__lane lane;
+    rp__job jobs[4], out;
+
+    lane_up(&lane);
+    batch_jobs(jobs, 4, 0);
+    cr_assert_eq(rp__lane_push_n(&lane, jobs, 4, true), 4);
+    rp__lane_pop_mc(&lane, &out);
+    lane_down(&lane);
+}
+
+Test(lane, a_single_job_pop_takes_plain_records_one_at_a_time)
+{
+    rp__lane lane;
+    rp__job jobs[4], out;
+
+    lane_up(&lane);
+    batch_jobs(jobs, 4, 0);
+    cr_assert_eq(rp__lane_push_n(&lane, jobs, 4, false), 4);
+    for (size_t i = 0; i < 4; i++) {
+        cr_assert(rp__lane_pop_mc(&lane, &out));
+        assert_jobs(&out, 1, i, 0);
+    }
+    cr_assert_not(rp__lane_pop_mc(&lane, &out));
     lane_down(&lane);
 }
 

@@ -69,6 +69,16 @@
  * tell therefore moves one line from producer to consumer and back, not
  * two (prefetch_rec() fetches the first only).
  *
+ * Bulks.  Batch jobs differ only in argument and sequence, so a chain
+ * (rp__lane_push_n with bulk) packs consecutive ones of one function into
+ * a record: the first job on the first line, up to RP__LANE_BULK - 1 more
+ * arguments on the second (more[]), the count and which jobs are sampled
+ * in the flags (RP__BULK_*), a sampled job's stamp, shared by the bulk's
+ * sampled jobs, in the last slot.  A consumer copies a bulk out whole
+ * (jobs_in, copy_bulk): a record is never split, so every array jobs are
+ * taken into holds a bulk.  A job with a reply, a deadline or a trace
+ * cannot be described by a bulk and gets a record of its own.
+ *
  * The tail line.  A Michael-Scott dequeue reads the tail to tell an empty
  * queue from one whose tail lags, and a producer's next push must then
  * take that line back: one transfer per job between the CPUs even when
@@ -449,15 +459,15 @@ static int64_t stamp_of(const rp__job *job)
     return (job->flags & RP__JOB_SAMPLED) ? job->enq_ns : 0;
 }
 
-/* Whether job may join the bulk that begins at first, n jobs so far,
- * whose sampled jobs carry stamp (0: none yet).  Jobs of a bulk differ in
- * argument, sequence and sampling only, and its sampled jobs share one
- * stamp (a batch call reads the clock once). */
+/* Whether job may join the bulk that begins at first (bulkable), n jobs
+ * so far, whose sampled jobs carry stamp (0: none yet).  Jobs of a bulk
+ * differ in argument, sequence and sampling only, and its sampled jobs
+ * share one stamp (a batch call reads the clock once). */
 static bool joins_bulk(const rp__job *first, size_t n, int64_t stamp, const rp__job *job)
 {
     int64_t s = stamp_of(job);
 
-    return bulkable(first) && bulkable(job) && job->fn == first->fn &&
+    return bulkable(job) && job->fn == first->fn &&
            ((job->flags ^ first->flags) & ~RP__JOB_SAMPLED) == 0 &&
            atomic_load_explicit(&job->seq, memory_order_relaxed) ==
                atomic_load_explicit(&first->seq, memory_order_relaxed) + n &&
@@ -498,23 +508,23 @@ static void fill_bulk(rp__lane_rec *rec, const rp__job *jobs, size_t n)
 size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n, bool bulk)
 {
     rp__lane_rec *recs[RP__LANE_CHAIN_MAX];
-    size_t first[RP__LANE_CHAIN_MAX + 1], got, nrec = 0, done;
-    int64_t stamp = 0; /* the current bulk's sampled jobs' */
+    size_t first[RP__LANE_CHAIN_MAX + 1], got, nrec = 0, done, start = 0;
+    int64_t stamp = 0; /* the current record's sampled jobs' */
+    bool open = false; /* whether the current record may grow */
 
     if (n > RP__LANE_CHAIN_MAX)
         n = RP__LANE_CHAIN_MAX;
     /* The records' first jobs: jobs[first[i]..first[i+1]) go into record
-     * i (one job each unless bulk). */
+     * i (one job each unless bulk); jobs[start] begins the current one. */
     for (size_t i = 0; i < n; i++) {
-        size_t at = nrec ? first[nrec - 1] : 0;
-
-        if (bulk && i > 0 && joins_bulk(&jobs[at], i - at, stamp, &jobs[i])) {
+        if (open && joins_bulk(&jobs[start], i - start, stamp, &jobs[i])) {
             if (!stamp)
                 stamp = stamp_of(&jobs[i]);
             continue;
         }
-        first[nrec++] = i;
+        first[nrec++] = start = i;
         stamp = stamp_of(&jobs[i]);
+        open = bulk && bulkable(&jobs[i]);
     }
     first[nrec] = n;
     /* All records first, then the writes: a get's locked instruction
@@ -555,8 +565,7 @@ static void copy_bulk(rp__job *out, const rp__lane_rec *rec, unsigned n)
 {
     uint64_t seq = atomic_load_explicit(&out[0].seq, memory_order_relaxed);
     uint32_t samples = RP__BULK_SAMPLES(out[0].flags);
-    uint32_t flags = out[0].flags & ~(RP__JOB_BULK | 0xffu << RP__BULK_SHIFT |
-                                      0xffu << RP__BULK_SAMPLE_SHIFT);
+    uint32_t flags = out[0].flags & ~RP__BULK_FLAGS;
     int64_t stamp = samples ? rec->stamp : 0;
 
     for (unsigned i = 0; i < n; i++) {

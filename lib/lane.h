@@ -52,6 +52,8 @@
 #define RP__BULK_COUNT(flags) ((flags) >> RP__BULK_SHIFT)
 #define RP__BULK_SAMPLE_SHIFT 8
 #define RP__BULK_SAMPLES(flags) (((flags) >> RP__BULK_SAMPLE_SHIFT) & 0xffu)
+/* Everything a bulk adds to its first job's flags. */
+#define RP__BULK_FLAGS (RP__JOB_BULK | 0xffu << RP__BULK_SHIFT | 0xffu << RP__BULK_SAMPLE_SHIFT)
 
 /* A job, by value: what a producer pushes and a consumer gets back. */
 typedef struct rp__job {
@@ -178,8 +180,9 @@ void rp__lane_destroy(rp__lane *lane);
 int rp__lane_push_mp(rp__lane *lane, const rp__job *job);
 /* Append copies of jobs[0..n), in order, with one link of the queue (the
  * records are chained first).  bulk: consecutive batch jobs of one
- * function that are not cold share records, up to RP__LANE_BULK a record
- * (lane.c, "Bulks"); only for a lane nobody pops with rp__lane_pop_mc().
+ * function with no reply, deadline or trace share records, up to
+ * RP__LANE_BULK a record (lane.c, "Bulks"); only for a lane nobody pops
+ * with rp__lane_pop_mc().
  * Returns how many: fewer than n only when records ran out (then the
  * first ones).  n at most RP__LANE_CHAIN_MAX. */
 #define RP__LANE_CHAIN_MAX 64u

@@ -92,10 +92,10 @@ void rp__mailbox_count_skipped(rp__mailbox *mb, int reason);
 /* Owner: the oldest queued job into out[0], and after it, when it is a
  * batch job, more of the same batch run (rp__lane_pop_owner_run), taken
  * with one CAS: about max, whole bulks, so up to max + RP__LANE_BULK - 1
- * (out holds that many).  Only out[0]'s slot is
- * released: the others still count in depth, and the caller releases each
- * slot as it takes the job (the routee keeps them with its stolen batch).
- * 0 when both lanes are empty. */
+ * (out holds that many).  Only out[0]'s slot is released: the others
+ * still count in depth, and the caller releases each slot as it takes the
+ * job (the routee keeps them with its stolen batch).  0 when both lanes
+ * are empty. */
 unsigned rp__mailbox_pop_owner_run(rp__mailbox *mb, rp__job *out, unsigned max);
 
 /* Owner, going idle: hand its lanes' partial magazines to producers. */

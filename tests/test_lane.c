@@ -52,6 +52,23 @@ static void assert_jobs(const rp__job *out, unsigned n, size_t first, uint64_t b
     }
 }
 
+/* A lane take: rp__lane_pop_owner_run or rp__lane_steal. */
+typedef unsigned (*take_fn)(rp__lane *lane, rp__job *out, unsigned max);
+
+/* take(lane, max) gives exactly want jobs, jobs first..first+want of
+ * batch_jobs(base); want 0: the lane is empty. */
+static void assert_take(take_fn take, rp__lane *lane, unsigned max, unsigned want, size_t first,
+                        uint64_t base)
+{
+    rp__job out[16 + RP__LANE_BULK - 1]; /* a take of max <= 16 */
+    unsigned got;
+
+    cr_assert_leq(max, 16);
+    got = take(lane, out, max);
+    cr_assert_eq(got, want, "asked for %u from job %zu: got %u, not %u", max, first, got, want);
+    assert_jobs(out, got, first, base);
+}
+
 Test(lane, a_batch_chain_comes_out_in_order_a_bulk_per_owner_take)
 {
     rp__lane lane;
@@ -90,31 +107,26 @@ Test(lane, an_owner_run_ends_on_a_whole_bulk)
     out[0].flags &= ~RP__JOB_COLD;
     assert_jobs(out, 1 + RP__LANE_BULK, 0, 0);
     /* The rest, bulks of 8 and 3: the first makes 8, the run stops. */
-    cr_assert_eq(rp__lane_pop_owner_run(&lane, out, 8), 8);
-    assert_jobs(out, 8, 9, 0);
-    cr_assert_eq(rp__lane_pop_owner_run(&lane, out, 8), 3);
-    assert_jobs(out, 3, 17, 0);
-    cr_assert_eq(rp__lane_pop_owner_run(&lane, out, 8), 0);
+    assert_take(rp__lane_pop_owner_run, &lane, 8, 8, 9, 0);
+    assert_take(rp__lane_pop_owner_run, &lane, 8, 3, 17, 0);
+    assert_take(rp__lane_pop_owner_run, &lane, 8, 0, 20, 0);
     lane_down(&lane);
 }
 
 Test(lane, a_thief_takes_whole_bulks_and_leaves_one_that_does_not_fit)
 {
     rp__lane lane;
-    rp__job jobs[20], out[RP__LANE_BULK + 8];
+    rp__job jobs[20];
 
     lane_up(&lane);
     batch_jobs(jobs, 20, 7);
     cr_assert_eq(rp__lane_push_n(&lane, jobs, 20, true), 20);
     /* Records of 8, 8 and 4.  Asked for 3: the first record, whole. */
-    cr_assert_eq(rp__lane_steal(&lane, out, 3), 8);
-    assert_jobs(out, 8, 0, 7);
+    assert_take(rp__lane_steal, &lane, 3, 8, 0, 7);
     /* Asked for 10: the second record; the third would make 12. */
-    cr_assert_eq(rp__lane_steal(&lane, out, 10), 8);
-    assert_jobs(out, 8, 8, 7);
-    cr_assert_eq(rp__lane_steal(&lane, out, 1), 4);
-    assert_jobs(out, 4, 16, 7);
-    cr_assert_eq(rp__lane_steal(&lane, out, 8), 0);
+    assert_take(rp__lane_steal, &lane, 10, 8, 8, 7);
+    assert_take(rp__lane_steal, &lane, 1, 4, 16, 7);
+    assert_take(rp__lane_steal, &lane, 8, 0, 20, 7);
     lane_down(&lane);
 }
 

@@ -1,0 +1,519 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rp-bench-lib-ab - two builds of the library, interleaved in one process:
+ * the A/B harness for changes to lib/ whose effect is smaller than the
+ * noise between separate runs.
+ *
+ * On this kind of host separate benchmark runs of one build differ by
+ * +-30 %, and the two vCPUs move between near (~30 ns a cache line),
+ * middle (~70 ns) and far (~200 ns) placements without notice, often in
+ * the middle of a run.  So both libraries are loaded here at once (dlopen,
+ * RTLD_LOCAL: each copy binds to its own symbols and keeps its own
+ * globals), every pair of rounds runs the same workload on A and on B back
+ * to back (in the order AB, then BA, then AB...), and a cache-line
+ * ping-pong before each pair says which placement the pair ran on.  The
+ * summary groups the pairs by placement: a verdict holds on a placement
+ * only where both sides saw it.
+ *
+ * The workload is rp-bench-tiny's: S submitters (1 or 2) hand N empty
+ * jobs to a pool of 2 routees, ns per job from the first submit until
+ * every job ran (rp_pool_wait_idle); every job marks its own cache-line
+ * record, and a job lost or run twice fails the run.  Cases: tells with
+ * the default pool (round-robin, stealing on), the same with stealing off
+ * (their ratio is issue 18's stealing tax), batches of 64
+ * (rp_pool_submit_batch), and the pool's router set to smallest-mailbox
+ * with stealing.
+ *
+ * The binary links neither copy: both come through dlsym, on the public
+ * API only (the functions named in api_names[]), so the two builds must
+ * share rp_pool_options' layout (the same public headers).
+ */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "routepool/routepool.h"
+
+#define WORKERS 2
+#define MAX_SUB 2
+#define MAX_PAIRS 400
+#define BATCH 64
+#define PP_TRIALS 3
+
+/* One library copy: the public functions the workload calls. */
+typedef struct lib {
+    const char *path; /* as given */
+    void *dl;
+    const char *(*version)(void);
+    const char *(*errmsg)(void);
+    void (*options_init)(rp_pool_options *);
+    int (*create)(rp_pool **, const rp_pool_options *);
+    int (*submit)(rp_pool *, rp_job_fn, void *);
+    int (*submit_batch)(rp_pool *, rp_job_fn, void *const *, size_t);
+    int (*wait_idle)(rp_pool *, int64_t);
+    void (*destroy)(rp_pool *);
+    rp_strategy (*round_robin)(void);
+    rp_strategy (*smallest)(void);
+} lib;
+
+enum { C_TELL, C_NOSTEAL, C_BATCH, C_SM, NCASES };
+static const char *const case_key[NCASES] = {"tell", "tell-nosteal", "batch", "sm-steal"};
+static const char *const case_name[NCASES] = {
+    "tell, round-robin, steal on (default)", "tell, round-robin, steal off",
+    "batch of 64, round-robin, steal on", "tell, smallest-mailbox, steal on"};
+
+typedef struct rec {
+    _Alignas(64) unsigned char ran;
+} rec;
+
+/* The run's settings and results. */
+static struct {
+    size_t jobs;
+    unsigned pairs, nsub;
+    bool want[NCASES];
+    lib libs[2];
+    rp_pool *pools[2][NCASES];
+    rec *recs;
+    void **ptrs;
+    /* Per pair: the placement before it, and ns/job per library and case. */
+    double pp_ns[MAX_PAIRS];
+    double ns[MAX_PAIRS][2][NCASES];
+} g;
+
+static void die(const char *what, const char *detail)
+{
+    fprintf(stderr, "rp-bench-lib-ab: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+    exit(1);
+}
+
+static void mark(rp_job_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    ((rec *)arg)->ran++;
+}
+
+/* ---- loading ---- */
+
+/* path itself, or path/libroutepool.so when it is a directory. */
+static char *lib_file(const char *path)
+{
+    struct stat st;
+    char *out;
+
+    if (stat(path, &st) != 0) {
+        fprintf(stderr, "rp-bench-lib-ab: %s: no such file or directory\n", path);
+        exit(2);
+    }
+    if (!S_ISDIR(st.st_mode))
+        return strdup(path);
+    if (asprintf(&out, "%s/libroutepool.so", path) < 0)
+        die("out of memory", NULL);
+    return out;
+}
+
+/* A private copy of file (dlopen() returns the loaded object again for a
+ * file it already holds, so A against itself needs a second file).  The
+ * copy is unlinked once loaded. */
+static char *copy_of(const char *file)
+{
+    char tmpl[] = "/tmp/rp-lib-ab-XXXXXX.so", buf[65536];
+    int in = open(file, O_RDONLY), out = mkstemps(tmpl, 3);
+    ssize_t k;
+
+    if (in < 0 || out < 0)
+        die("cannot copy the library", file);
+    while ((k = read(in, buf, sizeof buf)) > 0)
+        if (write(out, buf, (size_t)k) != k)
+            die("cannot copy the library", file);
+    close(in);
+    close(out);
+    return strdup(tmpl);
+}
+
+static void *sym(lib *l, const char *name)
+{
+    void *p = dlsym(l->dl, name);
+
+    if (!p)
+        die("a public function is missing from the library", name);
+    return p;
+}
+
+static void lib_load(lib *l, const char *file, bool unlink_after)
+{
+    l->dl = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+    if (!l->dl)
+        die("dlopen failed", dlerror());
+    if (unlink_after)
+        unlink(file);
+    *(void **)&l->version = sym(l, "rp_version");
+    *(void **)&l->errmsg = sym(l, "rp_errmsg");
+    *(void **)&l->options_init = sym(l, "rp_pool_options_init");
+    *(void **)&l->create = sym(l, "rp_pool_create");
+    *(void **)&l->submit = sym(l, "rp_pool_submit");
+    *(void **)&l->submit_batch = sym(l, "rp_pool_submit_batch");
+    *(void **)&l->wait_idle = sym(l, "rp_pool_wait_idle");
+    *(void **)&l->destroy = sym(l, "rp_pool_destroy");
+    *(void **)&l->round_robin = sym(l, "rp_strategy_round_robin");
+    *(void **)&l->smallest = sym(l, "rp_strategy_smallest_mailbox");
+}
+
+static void load_both(const char *a, const char *b)
+{
+    char *fa = lib_file(a), *fb = lib_file(b);
+    struct stat sa, sb;
+    bool same = stat(fa, &sa) == 0 && stat(fb, &sb) == 0 && sa.st_dev == sb.st_dev &&
+                sa.st_ino == sb.st_ino;
+
+    g.libs[0].path = a;
+    g.libs[1].path = b;
+    lib_load(&g.libs[0], fa, false);
+    if (same) {
+        char *copy = copy_of(fb);
+        lib_load(&g.libs[1], copy, true);
+        free(copy);
+    } else {
+        lib_load(&g.libs[1], fb, false);
+    }
+    if (g.libs[0].dl == g.libs[1].dl)
+        die("both paths loaded one object", NULL);
+    free(fa);
+    free(fb);
+}
+
+/* ---- pools and rounds ---- */
+
+static rp_pool *pool_for(lib *l, int c)
+{
+    rp_pool_options o;
+    rp_pool *pool;
+
+    l->options_init(&o);
+    o.name = "ab";
+    o.routees = WORKERS;
+    o.steal = c != C_NOSTEAL;
+    o.strategy = c == C_SM ? l->smallest() : l->round_robin();
+    if (l->create(&pool, &o) < 0)
+        die("rp_pool_create", l->errmsg());
+    return pool;
+}
+
+typedef struct slice {
+    lib *l;
+    rp_pool *pool;
+    int c;
+    size_t lo, hi;
+    pthread_t th;
+} slice;
+
+static void *submit_slice(void *p)
+{
+    const slice *s = p;
+
+    if (s->c == C_BATCH) {
+        for (size_t i = s->lo; i < s->hi; i += BATCH) {
+            size_t k = s->hi - i < BATCH ? s->hi - i : BATCH;
+            if (s->l->submit_batch(s->pool, mark, g.ptrs + i, k) < 0)
+                die("rp_pool_submit_batch", s->l->errmsg());
+        }
+        return NULL;
+    }
+    for (size_t i = s->lo; i < s->hi; i++)
+        if (s->l->submit(s->pool, mark, &g.recs[i]) < 0)
+            die("rp_pool_submit", s->l->errmsg());
+    return NULL;
+}
+
+/* Every job ran exactly once: checked and reset for the next round. */
+static void check_ran(const lib *l, int c)
+{
+    for (size_t i = 0; i < g.jobs; i++) {
+        if (g.recs[i].ran != 1) {
+            fprintf(stderr, "rp-bench-lib-ab: %s, %s: job %zu ran %u times\n", l->path,
+                    case_key[c], i, g.recs[i].ran);
+            exit(1);
+        }
+        g.recs[i].ran = 0;
+    }
+}
+
+/* One timed round: ns per job.  A second submitter is a thread created
+ * inside the timed span (tens of microseconds against the milliseconds of
+ * a round, alike for A and B). */
+static double round_ns(int side, int c)
+{
+    lib *l = &g.libs[side];
+    slice s[MAX_SUB];
+    int64_t t0, t1;
+
+    for (unsigned k = 0; k < g.nsub; k++)
+        s[k] = (slice){.l = l, .pool = g.pools[side][c], .c = c,
+                       .lo = g.jobs * k / g.nsub, .hi = g.jobs * (k + 1) / g.nsub};
+    t0 = bench_now_ns();
+    for (unsigned k = 1; k < g.nsub; k++)
+        if (pthread_create(&s[k].th, NULL, submit_slice, &s[k]) != 0)
+            die("cannot start a submitter thread", NULL);
+    submit_slice(&s[0]);
+    for (unsigned k = 1; k < g.nsub; k++)
+        pthread_join(s[k].th, NULL);
+    if (l->wait_idle(g.pools[side][c], -1) < 0)
+        die("rp_pool_wait_idle", l->errmsg());
+    t1 = bench_now_ns();
+    check_ran(l, c);
+    return (double)(t1 - t0) / (double)g.jobs;
+}
+
+static void run_pairs(void)
+{
+    for (unsigned p = 0; p < g.pairs; p++) {
+        bench_pingpong_result pp;
+
+        g.pp_ns[p] = bench_pingpong(&pp, 20000, PP_TRIALS) == 0 ? pp.min_ns : -1;
+        for (int c = 0; c < NCASES; c++) {
+            if (!g.want[c])
+                continue;
+            for (int k = 0; k < 2; k++) {
+                int side = (int)((p + (unsigned)k) % 2); /* AB, BA, AB... */
+                g.ns[p][side][c] = round_ns(side, c);
+            }
+        }
+        fprintf(stderr, "\rpair %u/%u", p + 1, g.pairs);
+    }
+    fprintf(stderr, "\r%40s\r", "");
+}
+
+/* ---- output ---- */
+
+static void print_pairs(void)
+{
+    printf("| pair | ping-pong ns | placement |");
+    for (int c = 0; c < NCASES; c++)
+        if (g.want[c])
+            printf(" %s A | B | B/A |", case_key[c]);
+    printf("\n|---:|---:|---|");
+    for (int c = 0; c < NCASES; c++)
+        if (g.want[c])
+            printf("---:|---:|---:|");
+    printf("\n");
+    for (unsigned p = 0; p < g.pairs; p++) {
+        printf("| %u | %.0f | %s |", p + 1, g.pp_ns[p], bench_placement_kind(g.pp_ns[p]));
+        for (int c = 0; c < NCASES; c++)
+            if (g.want[c])
+                printf(" %.1f | %.1f | %.2f |", g.ns[p][0][c], g.ns[p][1][c],
+                       g.ns[p][1][c] / g.ns[p][0][c]);
+        printf("\n");
+    }
+}
+
+/* Medians over the pairs of one placement kind (NULL: all pairs) of
+ * A, B and B/A for case c, or of the tax (c's tell / tell-nosteal) when
+ * tax is set.  False when no pair qualifies. */
+static bool medians(const char *kind, int c, bool tax, double out[3], int *n)
+{
+    static double va[MAX_PAIRS], vb[MAX_PAIRS], vr[MAX_PAIRS];
+    size_t k = 0;
+
+    for (unsigned p = 0; p < g.pairs; p++) {
+        double a, b;
+
+        if (kind && strcmp(bench_placement_kind(g.pp_ns[p]), kind) != 0)
+            continue;
+        a = tax ? g.ns[p][0][C_TELL] / g.ns[p][0][C_NOSTEAL] : g.ns[p][0][c];
+        b = tax ? g.ns[p][1][C_TELL] / g.ns[p][1][C_NOSTEAL] : g.ns[p][1][c];
+        va[k] = a;
+        vb[k] = b;
+        vr[k++] = b / a;
+    }
+    *n = (int)k;
+    if (!k)
+        return false;
+    out[0] = bench_median(va, k);
+    out[1] = bench_median(vb, k);
+    out[2] = bench_median(vr, k);
+    return true;
+}
+
+static void summary_row(const char *kind, const char *what, int c, bool tax)
+{
+    double m[3];
+    int n;
+    char cas[160];
+
+    if (!medians(kind, c, tax, m, &n))
+        return;
+    printf("| %s | %s | %d | %.*f | %.*f | %.2fx |\n", kind ? kind : "all", what, n,
+           tax ? 2 : 1, m[0], tax ? 2 : 1, m[1], m[2]);
+    snprintf(cas, sizeof cas, "%s, %u submitter%s, %s", what, g.nsub, g.nsub > 1 ? "s" : "",
+             kind ? kind : "all");
+    bench_csv_row("lib-ab", cas, "B/A", "x", m[2], m[2], m[2], n);
+}
+
+static void print_summary(void)
+{
+    static const char *const kinds[] = {"near", "middle", "far", NULL};
+
+    printf("\n| placement | case | pairs | A | B | B/A (median of pairs) |\n"
+           "|---|---|---:|---:|---:|---:|\n");
+    for (int i = 0; i < 4; i++) {
+        for (int c = 0; c < NCASES; c++)
+            if (g.want[c])
+                summary_row(kinds[i], case_key[c], c, false);
+        if (g.want[C_TELL] && g.want[C_NOSTEAL])
+            summary_row(kinds[i], "tax (tell / tell-nosteal)", C_TELL, true);
+    }
+    printf("\nA, B: ns per job (tax: a ratio), medians over the pairs of that placement; "
+           "B/A: the median of the pairs' ratios (< 1: B is faster).\n"
+           "A placement with few pairs says little: read its B/A against the spread "
+           "of the pairs above.\n");
+}
+
+/* ---- command line ---- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: rp-bench-lib-ab [options] A B\n"
+            "  A, B: two builds of libroutepool (a libroutepool.so file, or the build\n"
+            "  directory holding it; the same one twice measures the harness's own\n"
+            "  noise).  Both are loaded into this process; each pair of rounds runs\n"
+            "  the same empty-job workload on A and on B back to back (AB, then BA),\n"
+            "  after a cache-line ping-pong that names the pair's placement; the\n"
+            "  summary gives per placement the medians and the B/A ratio.\n"
+            "  --cases LIST    comma list of tell,tell-nosteal,batch,sm-steal\n"
+            "                  (default tell,tell-nosteal,batch)\n"
+            "  --submitters S  1 or 2 (default 1)\n"
+            "  --jobs N        jobs per round (default 100000)\n"
+            "  --pairs N       pairs of rounds, 1..%d (default 30)\n"
+            "  --quick         4 pairs of 20000 jobs (a smoke run)\n"
+            "  --version, --help\n"
+            "Exit status: 0 ok, 1 failure (a job lost or run twice, a library that\n"
+            "cannot be loaded), 2 bad command line.\n",
+            MAX_PAIRS);
+}
+
+static void parse_cases(const char *s)
+{
+    char *dup = strdup(s), *save = NULL;
+
+    memset(g.want, 0, sizeof g.want);
+    for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int c = 0;
+
+        while (c < NCASES && strcmp(t, case_key[c]) != 0)
+            c++;
+        if (c == NCASES) {
+            fprintf(stderr, "--cases: unknown case '%s' (tell, tell-nosteal, batch, sm-steal)\n",
+                    t);
+            exit(2);
+        }
+        g.want[c] = true;
+    }
+    free(dup);
+    if (!g.want[0] && !g.want[1] && !g.want[2] && !g.want[3]) {
+        fprintf(stderr, "--cases: no case given\n");
+        exit(2);
+    }
+}
+
+static const char *need_value(int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "%s: missing value\n", argv[*i]);
+        exit(2);
+    }
+    return argv[++*i];
+}
+
+static void parse_args(int argc, char **argv, const char *paths[2])
+{
+    int npaths = 0;
+
+    g.jobs = 100000;
+    g.pairs = 30;
+    g.nsub = 1;
+    g.want[C_TELL] = g.want[C_NOSTEAL] = g.want[C_BATCH] = true;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+
+        if (!strcmp(a, "--help")) {
+            usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--version")) {
+            printf("rp-bench-lib-ab (routepool %s)\n", RP_VERSION_STRING);
+            exit(0);
+        } else if (!strcmp(a, "--quick")) {
+            g.jobs = 20000;
+            g.pairs = 4;
+        } else if (!strcmp(a, "--cases")) {
+            parse_cases(need_value(argc, argv, &i));
+        } else if (!strcmp(a, "--submitters")) {
+            g.nsub = (unsigned)bench_parse_u64(a, need_value(argc, argv, &i), 1, MAX_SUB);
+        } else if (!strcmp(a, "--jobs")) {
+            g.jobs = (size_t)bench_parse_u64(a, need_value(argc, argv, &i), 1000, 10000000);
+        } else if (!strcmp(a, "--pairs")) {
+            g.pairs = (unsigned)bench_parse_u64(a, need_value(argc, argv, &i), 1, MAX_PAIRS);
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "rp-bench-lib-ab: unknown option '%s' (--help lists them)\n", a);
+            exit(2);
+        } else if (npaths == 2) {
+            fprintf(stderr, "rp-bench-lib-ab: more than two libraries given\n");
+            exit(2);
+        } else {
+            paths[npaths++] = a;
+        }
+    }
+    if (npaths != 2) {
+        usage(stderr);
+        exit(2);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *paths[2];
+    bench_placement start, end;
+
+    parse_args(argc, argv, paths);
+    load_both(paths[0], paths[1]);
+    if (!(g.recs = aligned_alloc(64, g.jobs * sizeof *g.recs)) ||
+        !(g.ptrs = malloc(g.jobs * sizeof *g.ptrs)))
+        die("out of memory", NULL);
+    memset(g.recs, 0, g.jobs * sizeof *g.recs);
+    for (size_t i = 0; i < g.jobs; i++)
+        g.ptrs[i] = &g.recs[i];
+    for (int side = 0; side < 2; side++)
+        for (int c = 0; c < NCASES; c++)
+            if (g.want[c])
+                g.pools[side][c] = pool_for(&g.libs[side], c);
+    printf("# rp-bench-lib-ab: %zu empty jobs a round, %u submitter%s, 2 routees, %u pairs\n",
+           g.jobs, g.nsub, g.nsub > 1 ? "s" : "", g.pairs);
+    for (int side = 0; side < 2; side++)
+        printf("# %c: %s (routepool %s)\n", 'A' + side, g.libs[side].path,
+               g.libs[side].version());
+    for (int c = 0; c < NCASES; c++)
+        if (g.want[c])
+            printf("# case %s: %s\n", case_key[c], case_name[c]);
+    bench_placement_take(&start, 5);
+    /* Warm-up: one untimed round per library and case. */
+    for (int side = 0; side < 2; side++)
+        for (int c = 0; c < NCASES; c++)
+            if (g.want[c])
+                round_ns(side, c);
+    run_pairs();
+    bench_placement_take(&end, 5);
+    print_pairs();
+    print_summary();
+    bench_placement_verdict(stdout, "lib-ab", "", &start, &end);
+    for (int side = 0; side < 2; side++)
+        for (int c = 0; c < NCASES; c++)
+            g.libs[side].destroy(g.pools[side][c]);
+    free(g.ptrs);
+    free(g.recs);
+    return 0;
+}

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -76,6 +77,7 @@ typedef struct rec {
 static struct {
     size_t jobs;
     unsigned pairs, nsub;
+    unsigned gap_ms; /* idle time before each round (--gap-ms) */
     bool want[NCASES];
     lib libs[2];
     rp_pool *pools[2][NCASES];
@@ -252,6 +254,11 @@ static double round_ns(int side, int c)
     slice s[MAX_SUB];
     int64_t t0, t1;
 
+    if (g.gap_ms) {
+        struct timespec gap = {g.gap_ms / 1000, (long)(g.gap_ms % 1000) * 1000000};
+        while (nanosleep(&gap, &gap) != 0)
+            ;
+    }
     for (unsigned k = 0; k < g.nsub; k++)
         s[k] = (slice){.l = l, .pool = g.pools[side][c], .c = c,
                        .lo = g.jobs * k / g.nsub, .hi = g.jobs * (k + 1) / g.nsub};
@@ -390,6 +397,9 @@ static void usage(FILE *f)
             "  --submitters S  1 or 2 (default 1)\n"
             "  --jobs N        jobs per round (default 100000)\n"
             "  --pairs N       pairs of rounds, 1..%d (default 30)\n"
+            "  --gap-ms N      sleep N ms before each round, 0..10000 (default 0): the\n"
+            "                  pool's routees fall asleep, and past trim_idle_ms (200)\n"
+            "                  its lanes trim, as between rp-bench-tiny's rounds\n"
             "  --quick         4 pairs of 20000 jobs (a smoke run)\n"
             "  --version, --help\n"
             "Exit status: 0 ok, 1 failure (a job lost or run twice, a library that\n"
@@ -456,6 +466,8 @@ static void parse_args(int argc, char **argv, const char *paths[2])
             g.nsub = (unsigned)bench_parse_u64(a, need_value(argc, argv, &i), 1, MAX_SUB);
         } else if (!strcmp(a, "--jobs")) {
             g.jobs = (size_t)bench_parse_u64(a, need_value(argc, argv, &i), 1000, 10000000);
+        } else if (!strcmp(a, "--gap-ms")) {
+            g.gap_ms = (unsigned)bench_parse_u64(a, need_value(argc, argv, &i), 0, 10000);
         } else if (!strcmp(a, "--pairs")) {
             g.pairs = (unsigned)bench_parse_u64(a, need_value(argc, argv, &i), 1, MAX_PAIRS);
         } else if (a[0] == '-' && a[1]) {
@@ -491,8 +503,9 @@ int main(int argc, char **argv)
         for (int c = 0; c < NCASES; c++)
             if (g.want[c])
                 g.pools[side][c] = pool_for(&g.libs[side], c);
-    printf("# rp-bench-lib-ab: %zu empty jobs a round, %u submitter%s, 2 routees, %u pairs\n",
-           g.jobs, g.nsub, g.nsub > 1 ? "s" : "", g.pairs);
+    printf("# rp-bench-lib-ab: %zu empty jobs a round, %u submitter%s, 2 routees, %u pairs, "
+           "%u ms idle before each round\n", g.jobs, g.nsub, g.nsub > 1 ? "s" : "", g.pairs,
+           g.gap_ms);
     for (int side = 0; side < 2; side++)
         printf("# %c: %s (routepool %s)\n", 'A' + side, g.libs[side].path,
                g.libs[side].version());

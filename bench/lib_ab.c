@@ -46,6 +46,7 @@
 #define MAX_PAIRS 400
 #define BATCH 64
 #define PP_TRIALS 3
+#define PP_ROUNDS 5000 /* round trips a trial: ~0.3 (near) to 2 ms (far) */
 
 /* One library copy: the public functions the workload calls. */
 typedef struct lib {
@@ -69,6 +70,22 @@ static const char *const case_name[NCASES] = {
     "tell, round-robin, steal on (default)", "tell, round-robin, steal off",
     "batch of 64, round-robin, steal on", "tell, smallest-mailbox, steal on"};
 
+/* A thread layout (--layout): the CPU of each submitter and routee, 0 or
+ * 1 (the first two the process may use).  Without one, the scheduler
+ * places the threads. */
+typedef struct layout {
+    const char *name;
+    unsigned nsub;
+    int sub[MAX_SUB], routee[WORKERS];
+} layout;
+
+static const layout layouts[] = {
+    {"S|RR", 1, {0, 0}, {1, 1}},
+    {"SR|R", 1, {0, 0}, {0, 1}},
+    {"SS|RR", 2, {0, 0}, {1, 1}},
+    {"SR|SR", 2, {0, 1}, {0, 1}},
+};
+
 typedef struct rec {
     _Alignas(64) unsigned char ran;
 } rec;
@@ -77,7 +94,10 @@ typedef struct rec {
 static struct {
     size_t jobs;
     unsigned pairs, nsub;
-    unsigned gap_ms; /* idle time before each round (--gap-ms) */
+    unsigned gap_ms; /* idle time before each timed round (--gap-ms) */
+    const layout *layout; /* NULL: the scheduler's */
+    int cpu[2];           /* the layout's CPUs 0 and 1 */
+    cpu_set_t cpus;       /* the CPUs the process may use (restored after a round) */
     bool want[NCASES];
     lib libs[2];
     rp_pool *pools[2][NCASES];
@@ -201,6 +221,12 @@ static rp_pool *pool_for(lib *l, int c)
     o.routees = WORKERS;
     o.steal = c != C_NOSTEAL;
     o.strategy = c == C_SM ? l->smallest() : l->round_robin();
+    if (g.layout) {
+        int cpus[WORKERS] = {g.cpu[g.layout->routee[0]], g.cpu[g.layout->routee[1]]};
+
+        o.cpus = cpus; /* copied by rp_pool_create */
+        o.ncpus = WORKERS;
+    }
     if (l->create(&pool, &o) < 0)
         die("rp_pool_create", l->errmsg());
     return pool;
@@ -210,6 +236,7 @@ typedef struct slice {
     lib *l;
     rp_pool *pool;
     int c;
+    unsigned who;
     size_t lo, hi;
     pthread_t th;
 } slice;
@@ -218,6 +245,8 @@ static void *submit_slice(void *p)
 {
     const slice *s = p;
 
+    if (g.layout)
+        bench_pin_self(g.cpu[g.layout->sub[s->who]]);
     if (s->c == C_BATCH) {
         for (size_t i = s->lo; i < s->hi; i += BATCH) {
             size_t k = s->hi - i < BATCH ? s->hi - i : BATCH;
@@ -248,19 +277,19 @@ static void check_ran(const lib *l, int c)
 /* One timed round: ns per job.  A second submitter is a thread created
  * inside the timed span (tens of microseconds against the milliseconds of
  * a round, alike for A and B). */
-static double round_ns(int side, int c)
+static double round_ns(int side, int c, unsigned gap_ms)
 {
     lib *l = &g.libs[side];
     slice s[MAX_SUB];
     int64_t t0, t1;
 
-    if (g.gap_ms) {
-        struct timespec gap = {g.gap_ms / 1000, (long)(g.gap_ms % 1000) * 1000000};
+    if (gap_ms) {
+        struct timespec gap = {gap_ms / 1000, (long)(gap_ms % 1000) * 1000000};
         while (nanosleep(&gap, &gap) != 0)
             ;
     }
     for (unsigned k = 0; k < g.nsub; k++)
-        s[k] = (slice){.l = l, .pool = g.pools[side][c], .c = c,
+        s[k] = (slice){.l = l, .pool = g.pools[side][c], .c = c, .who = k,
                        .lo = g.jobs * k / g.nsub, .hi = g.jobs * (k + 1) / g.nsub};
     t0 = bench_now_ns();
     for (unsigned k = 1; k < g.nsub; k++)
@@ -272,23 +301,56 @@ static double round_ns(int side, int c)
     if (l->wait_idle(g.pools[side][c], -1) < 0)
         die("rp_pool_wait_idle", l->errmsg());
     t1 = bench_now_ns();
+    /* The main thread is submitter 0: give it every CPU back, or the
+     * ping-pong (which pins to the first two it may use) finds one. */
+    if (g.layout)
+        pthread_setaffinity_np(pthread_self(), sizeof g.cpus, &g.cpus);
     check_ran(l, c);
     return (double)(t1 - t0) / (double)g.jobs;
 }
 
+/* New pools for case c on both sides, each warmed by one untimed round
+ * (its threads started, its lanes grown to the round's working set). */
+static void pools_up(int c)
+{
+    for (int side = 0; side < 2; side++)
+        g.pools[side][c] = pool_for(&g.libs[side], c);
+    for (int side = 0; side < 2; side++)
+        round_ns(side, c, 0);
+}
+
+static void pools_down(int c)
+{
+    for (int side = 0; side < 2; side++) {
+        g.libs[side].destroy(g.pools[side][c]);
+        g.pools[side][c] = NULL;
+    }
+}
+
+/*
+ * Every pair runs on pools of its own.  A pool's threads keep the CPUs the
+ * scheduler gave them for as long as they run, and on 2 vCPUs with 3 or 4
+ * threads that layout (which threads share a CPU) moves a round's cost by
+ * up to 2x: pools kept for a whole run gave one side a layout the other
+ * did not have for every pair of the run (the same build on both sides:
+ * batches 1.09x apart over 40 pairs).  New threads each pair draw their
+ * layout anew, alike for both sides.
+ */
 static void run_pairs(void)
 {
     for (unsigned p = 0; p < g.pairs; p++) {
         bench_pingpong_result pp;
 
-        g.pp_ns[p] = bench_pingpong(&pp, 20000, PP_TRIALS) == 0 ? pp.min_ns : -1;
+        g.pp_ns[p] = bench_pingpong(&pp, PP_ROUNDS, PP_TRIALS) == 0 ? pp.min_ns : -1;
         for (int c = 0; c < NCASES; c++) {
             if (!g.want[c])
                 continue;
+            pools_up(c);
             for (int k = 0; k < 2; k++) {
                 int side = (int)((p + (unsigned)k) % 2); /* AB, BA, AB... */
-                g.ns[p][side][c] = round_ns(side, c);
+                g.ns[p][side][c] = round_ns(side, c, g.gap_ms);
             }
+            pools_down(c);
         }
         fprintf(stderr, "\rpair %u/%u", p + 1, g.pairs);
     }
@@ -395,6 +457,10 @@ static void usage(FILE *f)
             "  --cases LIST    comma list of tell,tell-nosteal,batch,sm-steal\n"
             "                  (default tell,tell-nosteal,batch)\n"
             "  --submitters S  1 or 2 (default 1)\n"
+            "  --layout L      pin the threads: S|RR (the submitter on one CPU, both\n"
+            "                  routees on the other), SR|R (the submitter beside\n"
+            "                  routee 0), SS|RR or SR|SR (2 submitters).  Default: the\n"
+            "                  scheduler's, drawn anew every pair (new pools)\n"
             "  --jobs N        jobs per round (default 100000)\n"
             "  --pairs N       pairs of rounds, 1..%d (default 30)\n"
             "  --gap-ms N      sleep N ms before each round, 0..10000 (default 0): the\n"
@@ -431,6 +497,15 @@ static void parse_cases(const char *s)
     }
 }
 
+static const layout *layout_named(const char *name)
+{
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
+        if (!strcmp(name, layouts[i].name))
+            return &layouts[i];
+    fprintf(stderr, "--layout: unknown layout '%s' (S|RR, SR|R, SS|RR, SR|SR)\n", name);
+    exit(2);
+}
+
 static const char *need_value(int argc, char **argv, int *i)
 {
     if (*i + 1 >= argc) {
@@ -443,6 +518,7 @@ static const char *need_value(int argc, char **argv, int *i)
 static void parse_args(int argc, char **argv, const char *paths[2])
 {
     int npaths = 0;
+    bool nsub_given = false;
 
     g.jobs = 100000;
     g.pairs = 30;
@@ -464,8 +540,11 @@ static void parse_args(int argc, char **argv, const char *paths[2])
             parse_cases(need_value(argc, argv, &i));
         } else if (!strcmp(a, "--submitters")) {
             g.nsub = (unsigned)bench_parse_u64(a, need_value(argc, argv, &i), 1, MAX_SUB);
+            nsub_given = true;
         } else if (!strcmp(a, "--jobs")) {
             g.jobs = (size_t)bench_parse_u64(a, need_value(argc, argv, &i), 1000, 10000000);
+        } else if (!strcmp(a, "--layout")) {
+            g.layout = layout_named(need_value(argc, argv, &i));
         } else if (!strcmp(a, "--gap-ms")) {
             g.gap_ms = (unsigned)bench_parse_u64(a, need_value(argc, argv, &i), 0, 10000);
         } else if (!strcmp(a, "--pairs")) {
@@ -484,6 +563,21 @@ static void parse_args(int argc, char **argv, const char *paths[2])
         usage(stderr);
         exit(2);
     }
+    if (g.layout && nsub_given && g.nsub != g.layout->nsub) {
+        fprintf(stderr, "--layout %s has %u submitter%s, not %u\n", g.layout->name,
+                g.layout->nsub, g.layout->nsub > 1 ? "s" : "", g.nsub);
+        exit(2);
+    }
+    if (g.layout) {
+        g.nsub = g.layout->nsub;
+        sched_getaffinity(0, sizeof g.cpus, &g.cpus);
+        g.cpu[0] = bench_nth_cpu(0);
+        g.cpu[1] = bench_nth_cpu(1);
+        if (g.cpu[1] < 0) {
+            fprintf(stderr, "--layout needs two CPUs this process may run on\n");
+            exit(2);
+        }
+    }
 }
 
 int main(int argc, char **argv)
@@ -499,13 +593,9 @@ int main(int argc, char **argv)
     memset(g.recs, 0, g.jobs * sizeof *g.recs);
     for (size_t i = 0; i < g.jobs; i++)
         g.ptrs[i] = &g.recs[i];
-    for (int side = 0; side < 2; side++)
-        for (int c = 0; c < NCASES; c++)
-            if (g.want[c])
-                g.pools[side][c] = pool_for(&g.libs[side], c);
     printf("# rp-bench-lib-ab: %zu empty jobs a round, %u submitter%s, 2 routees, %u pairs, "
-           "%u ms idle before each round\n", g.jobs, g.nsub, g.nsub > 1 ? "s" : "", g.pairs,
-           g.gap_ms);
+           "%u ms idle before each round, layout %s\n", g.jobs, g.nsub, g.nsub > 1 ? "s" : "",
+           g.pairs, g.gap_ms, g.layout ? g.layout->name : "free");
     for (int side = 0; side < 2; side++)
         printf("# %c: %s (routepool %s)\n", 'A' + side, g.libs[side].path,
                g.libs[side].version());
@@ -513,19 +603,11 @@ int main(int argc, char **argv)
         if (g.want[c])
             printf("# case %s: %s\n", case_key[c], case_name[c]);
     bench_placement_take(&start, 5);
-    /* Warm-up: one untimed round per library and case. */
-    for (int side = 0; side < 2; side++)
-        for (int c = 0; c < NCASES; c++)
-            if (g.want[c])
-                round_ns(side, c);
     run_pairs();
     bench_placement_take(&end, 5);
     print_pairs();
     print_summary();
     bench_placement_verdict(stdout, "lib-ab", "", &start, &end);
-    for (int side = 0; side < 2; side++)
-        for (int c = 0; c < NCASES; c++)
-            g.libs[side].destroy(g.pools[side][c]);
     free(g.ptrs);
     free(g.recs);
     return 0;

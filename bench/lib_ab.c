@@ -62,6 +62,8 @@ typedef struct lib {
     void (*destroy)(rp_pool *);
     rp_strategy (*round_robin)(void);
     rp_strategy (*smallest)(void);
+    rp_routee *(*routee)(rp_pool *, size_t);
+    int (*stats)(const rp_routee *, rp_routee_stats *);
 } lib;
 
 enum { C_TELL, C_NOSTEAL, C_BATCH, C_SM, NCASES };
@@ -106,7 +108,14 @@ static struct {
     /* Per pair: the placement before it, and ns/job per library and case. */
     double pp_ns[MAX_PAIRS];
     double ns[MAX_PAIRS][2][NCASES];
+    /* Per 1,000 jobs of that round: the routees' sleeps and steals. */
+    double sleeps[MAX_PAIRS][2][NCASES], stolen[MAX_PAIRS][2][NCASES];
 } g;
+
+/* What a round did besides taking time. */
+typedef struct round_out {
+    double ns, sleeps, stolen; /* per job, per 1,000 jobs, per 1,000 jobs */
+} round_out;
 
 static void die(const char *what, const char *detail)
 {
@@ -184,6 +193,8 @@ static void lib_load(lib *l, const char *file, bool unlink_after)
     *(void **)&l->destroy = sym(l, "rp_pool_destroy");
     *(void **)&l->round_robin = sym(l, "rp_strategy_round_robin");
     *(void **)&l->smallest = sym(l, "rp_strategy_smallest_mailbox");
+    *(void **)&l->routee = sym(l, "rp_pool_routee");
+    *(void **)&l->stats = sym(l, "rp_routee_stats_get");
 }
 
 static void load_both(const char *a, const char *b)
@@ -274,14 +285,29 @@ static void check_ran(const lib *l, int c)
     }
 }
 
+/* The sum of the routees' sleeps and steals so far. */
+static void counters(const lib *l, rp_pool *pool, uint64_t *sleeps, uint64_t *stole)
+{
+    *sleeps = *stole = 0;
+    for (size_t i = 0; i < WORKERS; i++) {
+        rp_routee_stats st;
+
+        if (l->stats(l->routee(pool, i), &st) < 0)
+            die("rp_routee_stats_get", l->errmsg());
+        *sleeps += st.sleeps;
+        *stole += st.stole;
+    }
+}
+
 /* One timed round: ns per job.  A second submitter is a thread created
  * inside the timed span (tens of microseconds against the milliseconds of
  * a round, alike for A and B). */
-static double round_ns(int side, int c, unsigned gap_ms)
+static round_out run_round(int side, int c, unsigned gap_ms)
 {
     lib *l = &g.libs[side];
     slice s[MAX_SUB];
     int64_t t0, t1;
+    uint64_t sleeps0, stole0, sleeps1, stole1;
 
     if (gap_ms) {
         struct timespec gap = {gap_ms / 1000, (long)(gap_ms % 1000) * 1000000};
@@ -291,6 +317,7 @@ static double round_ns(int side, int c, unsigned gap_ms)
     for (unsigned k = 0; k < g.nsub; k++)
         s[k] = (slice){.l = l, .pool = g.pools[side][c], .c = c, .who = k,
                        .lo = g.jobs * k / g.nsub, .hi = g.jobs * (k + 1) / g.nsub};
+    counters(l, g.pools[side][c], &sleeps0, &stole0);
     t0 = bench_now_ns();
     for (unsigned k = 1; k < g.nsub; k++)
         if (pthread_create(&s[k].th, NULL, submit_slice, &s[k]) != 0)
@@ -306,7 +333,10 @@ static double round_ns(int side, int c, unsigned gap_ms)
     if (g.layout)
         pthread_setaffinity_np(pthread_self(), sizeof g.cpus, &g.cpus);
     check_ran(l, c);
-    return (double)(t1 - t0) / (double)g.jobs;
+    counters(l, g.pools[side][c], &sleeps1, &stole1);
+    return (round_out){(double)(t1 - t0) / (double)g.jobs,
+                       1000.0 * (double)(sleeps1 - sleeps0) / (double)g.jobs,
+                       1000.0 * (double)(stole1 - stole0) / (double)g.jobs};
 }
 
 /* New pools for case c on both sides, each warmed by one untimed round
@@ -316,7 +346,7 @@ static void pools_up(int c)
     for (int side = 0; side < 2; side++)
         g.pools[side][c] = pool_for(&g.libs[side], c);
     for (int side = 0; side < 2; side++)
-        round_ns(side, c, 0);
+        run_round(side, c, 0);
 }
 
 static void pools_down(int c)
@@ -348,7 +378,11 @@ static void run_pairs(void)
             pools_up(c);
             for (int k = 0; k < 2; k++) {
                 int side = (int)((p + (unsigned)k) % 2); /* AB, BA, AB... */
-                g.ns[p][side][c] = round_ns(side, c, g.gap_ms);
+                round_out o = run_round(side, c, g.gap_ms);
+
+                g.ns[p][side][c] = o.ns;
+                g.sleeps[p][side][c] = o.sleeps;
+                g.stolen[p][side][c] = o.stolen;
             }
             pools_down(c);
         }
@@ -408,6 +442,19 @@ static bool medians(const char *kind, int c, bool tax, double out[3], int *n)
     return true;
 }
 
+/* The median over the pairs of one placement kind (NULL: all) of
+ * v[pair][side][c]. */
+static double median_of(const char *kind, double (*v)[2][NCASES], int side, int c)
+{
+    static double tmp[MAX_PAIRS];
+    size_t k = 0;
+
+    for (unsigned p = 0; p < g.pairs; p++)
+        if (!kind || strcmp(bench_placement_kind(g.pp_ns[p]), kind) == 0)
+            tmp[k++] = v[p][side][c];
+    return k ? bench_median(tmp, k) : 0;
+}
+
 static void summary_row(const char *kind, const char *what, int c, bool tax)
 {
     double m[3];
@@ -416,8 +463,14 @@ static void summary_row(const char *kind, const char *what, int c, bool tax)
 
     if (!medians(kind, c, tax, m, &n))
         return;
-    printf("| %s | %s | %d | %.*f | %.*f | %.2fx |\n", kind ? kind : "all", what, n,
+    printf("| %s | %s | %d | %.*f | %.*f | %.2fx |", kind ? kind : "all", what, n,
            tax ? 2 : 1, m[0], tax ? 2 : 1, m[1], m[2]);
+    if (tax)
+        printf(" | | | |\n");
+    else
+        printf(" %.2f | %.2f | %.1f | %.1f |\n", median_of(kind, g.sleeps, 0, c),
+               median_of(kind, g.sleeps, 1, c), median_of(kind, g.stolen, 0, c),
+               median_of(kind, g.stolen, 1, c));
     snprintf(cas, sizeof cas, "%s, %u submitter%s, %s", what, g.nsub, g.nsub > 1 ? "s" : "",
              kind ? kind : "all");
     bench_csv_row("lib-ab", cas, "B/A", "x", m[2], m[2], m[2], n);
@@ -427,8 +480,8 @@ static void print_summary(void)
 {
     static const char *const kinds[] = {"near", "middle", "far", NULL};
 
-    printf("\n| placement | case | pairs | A | B | B/A (median of pairs) |\n"
-           "|---|---|---:|---:|---:|---:|\n");
+    printf("\n| placement | case | pairs | A | B | B/A (median of pairs) | sleeps/1k A | B "
+           "| stolen/1k A | B |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < 4; i++) {
         for (int c = 0; c < NCASES; c++)
             if (g.want[c])
@@ -437,7 +490,8 @@ static void print_summary(void)
             summary_row(kinds[i], "tax (tell / tell-nosteal)", C_TELL, true);
     }
     printf("\nA, B: ns per job (tax: a ratio), medians over the pairs of that placement; "
-           "B/A: the median of the pairs' ratios (< 1: B is faster).\n"
+           "B/A: the median of the pairs' ratios (< 1: B is faster); sleeps/1k, stolen/1k:\n"
+           "the routees' futex sleeps and stolen jobs per 1,000 jobs of a round (medians).\n"
            "A placement with few pairs says little: read its B/A against the spread "
            "of the pairs above.\n");
 }

@@ -484,6 +484,42 @@ int bench_wake_latency(bench_wake_result *out, int samples, int gap_us)
     return 0;
 }
 
+void bench_layout_label(const int *cpu, int nsub, int nroutees, char *out, size_t len)
+{
+    enum { MAXT = 8 };
+    char groups[MAXT][MAXT + 1];
+    int cpus[MAXT], ng = 0, n = nsub + nroutees > MAXT ? MAXT : nsub + nroutees;
+    size_t used = 0;
+
+    for (int t = 0; t < n; t++) {
+        int c = cpu[t], g;
+        char who = t < nsub ? 'S' : c < 0 ? '?' : 'R';
+
+        for (g = 0; g < ng && !(c >= 0 && cpus[g] == c); g++)
+            ;
+        if (g == ng) {
+            cpus[ng] = c;
+            groups[ng++][0] = '\0';
+        }
+        size_t at = strlen(groups[g]);
+        groups[g][at] = who;
+        groups[g][at + 1] = '\0';
+    }
+    for (int i = 0; i < ng; i++) /* descending: "SR" before "R" */
+        for (int j = i + 1; j < ng; j++)
+            if (strcmp(groups[j], groups[i]) > 0) {
+                char t[sizeof groups[0]];
+                memcpy(t, groups[i], sizeof t);
+                memcpy(groups[i], groups[j], sizeof t);
+                memcpy(groups[j], t, sizeof t);
+            }
+    if (len)
+        out[0] = '\0';
+    for (int i = 0; i < ng; i++)
+        used += (size_t)snprintf(out + used, used < len ? len - used : 0, "%s%s", i ? "|" : "",
+                                 groups[i]);
+}
+
 uint64_t bench_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
 {
     char *end;

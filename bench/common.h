@@ -263,6 +263,15 @@ void bench_gate_open(bench_gate *g);
 /** Block until g opens (call it from a job). */
 void bench_gate_pass(bench_gate *g);
 
+/**
+ * A thread layout's label: the threads grouped by CPU, "S" a submitter, "R"
+ * a routee, "?" a routee whose CPU is unknown (its cpu < 0); the groups in
+ * descending order, joined by "|": "SR|R", "S|RR", "SRR", "SR|SR".
+ * cpu[0..nsub) are the submitters' CPUs, cpu[nsub..nsub+nroutees) the
+ * routees'; at most 8 threads.  Writes at most len bytes (NUL included).
+ */
+void bench_layout_label(const int *cpu, int nsub, int nroutees, char *out, size_t len);
+
 /** Parse a non-negative integer option value; exits with status 2 on error. */
 uint64_t bench_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max);
 

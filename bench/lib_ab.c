@@ -46,6 +46,9 @@
 #define MAX_PAIRS 400
 #define BATCH 64
 #define PP_TRIALS 3
+#define WHERE_EVERY 509 /* one job in this many notes its routee's CPU (odd: round-robin alternates) */
+#define CPU_SLOTS 64    /* CPUs the tally tells apart */
+#define LABEL_LEN 16
 #define PP_ROUNDS 5000 /* round trips a trial: ~0.3 (near) to 2 ms (far) */
 
 /* One library copy: the public functions the workload calls. */
@@ -64,6 +67,7 @@ typedef struct lib {
     rp_strategy (*smallest)(void);
     rp_routee *(*routee)(rp_pool *, size_t);
     int (*stats)(const rp_routee *, rp_routee_stats *);
+    int (*job_routee)(const rp_job_ctx *);
 } lib;
 
 enum { C_TELL, C_NOSTEAL, C_BATCH, C_SM, NCASES };
@@ -110,11 +114,23 @@ static struct {
     double ns[MAX_PAIRS][2][NCASES];
     /* Per 1,000 jobs of that round: the routees' sleeps and steals. */
     double sleeps[MAX_PAIRS][2][NCASES], stolen[MAX_PAIRS][2][NCASES];
+    /* Each round's thread layout (bench_layout_label). */
+    char label[MAX_PAIRS][2][NCASES][LABEL_LEN];
+    const lib *cur;       /* the library of the round running */
+    int sub_cpu[MAX_SUB]; /* where each submitter finished */
 } g;
+
+/* Where the routees ran: one job in WHERE_EVERY notes its routee's CPU in
+ * that routee's tally (the routee alone writes its line; read after the
+ * round's wait). */
+static struct {
+    _Alignas(64) unsigned n[CPU_SLOTS + 1]; /* [CPU_SLOTS]: CPUs beyond */
+} where[WORKERS];
 
 /* What a round did besides taking time. */
 typedef struct round_out {
     double ns, sleeps, stolen; /* per job, per 1,000 jobs, per 1,000 jobs */
+    char label[LABEL_LEN];     /* the thread layout */
 } round_out;
 
 static void die(const char *what, const char *detail)
@@ -125,8 +141,27 @@ static void die(const char *what, const char *detail)
 
 static void mark(rp_job_ctx *ctx, void *arg)
 {
-    (void)ctx;
     ((rec *)arg)->ran++;
+    if (__builtin_expect(((rec *)arg - g.recs) % WHERE_EVERY == 0, 0)) {
+        int r = g.cur->job_routee(ctx), c = sched_getcpu();
+
+        if (r >= 0 && r < WORKERS)
+            where[r].n[c >= 0 && c < CPU_SLOTS ? c : CPU_SLOTS]++;
+    }
+}
+
+/* The CPU routee r ran most of its noted jobs on (-1: none noted), and
+ * its tally cleared for the next round. */
+static int routee_cpu(int r)
+{
+    int best = -1;
+    unsigned most = 0;
+
+    for (int c = 0; c < CPU_SLOTS; c++)
+        if (where[r].n[c] > most)
+            most = where[r].n[c], best = c;
+    memset(&where[r], 0, sizeof where[r]);
+    return best;
 }
 
 /* ---- loading ---- */
@@ -195,6 +230,7 @@ static void lib_load(lib *l, const char *file, bool unlink_after)
     *(void **)&l->smallest = sym(l, "rp_strategy_smallest_mailbox");
     *(void **)&l->routee = sym(l, "rp_pool_routee");
     *(void **)&l->stats = sym(l, "rp_routee_stats_get");
+    *(void **)&l->job_routee = sym(l, "rp_job_routee");
 }
 
 static void load_both(const char *a, const char *b)
@@ -264,11 +300,13 @@ static void *submit_slice(void *p)
             if (s->l->submit_batch(s->pool, mark, g.ptrs + i, k) < 0)
                 die("rp_pool_submit_batch", s->l->errmsg());
         }
+        g.sub_cpu[s->who] = sched_getcpu();
         return NULL;
     }
     for (size_t i = s->lo; i < s->hi; i++)
         if (s->l->submit(s->pool, mark, &g.recs[i]) < 0)
             die("rp_pool_submit", s->l->errmsg());
+    g.sub_cpu[s->who] = sched_getcpu();
     return NULL;
 }
 
@@ -308,6 +346,8 @@ static round_out run_round(int side, int c, unsigned gap_ms)
     slice s[MAX_SUB];
     int64_t t0, t1;
     uint64_t sleeps0, stole0, sleeps1, stole1;
+    round_out out;
+    int cpu[MAX_SUB + WORKERS];
 
     if (gap_ms) {
         struct timespec gap = {gap_ms / 1000, (long)(gap_ms % 1000) * 1000000};
@@ -318,6 +358,7 @@ static round_out run_round(int side, int c, unsigned gap_ms)
         s[k] = (slice){.l = l, .pool = g.pools[side][c], .c = c, .who = k,
                        .lo = g.jobs * k / g.nsub, .hi = g.jobs * (k + 1) / g.nsub};
     counters(l, g.pools[side][c], &sleeps0, &stole0);
+    g.cur = l;
     t0 = bench_now_ns();
     for (unsigned k = 1; k < g.nsub; k++)
         if (pthread_create(&s[k].th, NULL, submit_slice, &s[k]) != 0)
@@ -334,9 +375,15 @@ static round_out run_round(int side, int c, unsigned gap_ms)
         pthread_setaffinity_np(pthread_self(), sizeof g.cpus, &g.cpus);
     check_ran(l, c);
     counters(l, g.pools[side][c], &sleeps1, &stole1);
-    return (round_out){(double)(t1 - t0) / (double)g.jobs,
-                       1000.0 * (double)(sleeps1 - sleeps0) / (double)g.jobs,
-                       1000.0 * (double)(stole1 - stole0) / (double)g.jobs};
+    out = (round_out){(double)(t1 - t0) / (double)g.jobs,
+                      1000.0 * (double)(sleeps1 - sleeps0) / (double)g.jobs,
+                      1000.0 * (double)(stole1 - stole0) / (double)g.jobs, ""};
+    for (unsigned k = 0; k < g.nsub; k++)
+        cpu[k] = g.sub_cpu[k];
+    for (int r = 0; r < WORKERS; r++)
+        cpu[g.nsub + (unsigned)r] = routee_cpu(r);
+    bench_layout_label(cpu, (int)g.nsub, WORKERS, out.label, sizeof out.label);
+    return out;
 }
 
 /* New pools for case c on both sides, each made and warmed by one
@@ -388,6 +435,7 @@ static void run_pairs(void)
                 g.ns[p][side][c] = o.ns;
                 g.sleeps[p][side][c] = o.sleeps;
                 g.stolen[p][side][c] = o.stolen;
+                memcpy(g.label[p][side][c], o.label, LABEL_LEN);
             }
             pools_down(c);
         }
@@ -499,6 +547,54 @@ static void print_summary(void)
            "the routees' futex sleeps and stolen jobs per 1,000 jobs of a round (medians).\n"
            "A placement with few pairs says little: read its B/A against the spread "
            "of the pairs above.\n");
+}
+
+/* The rounds of case c (both sides) whose layout is label: their ns and
+ * stolen/1k into ns[] and st[]; how many. */
+static size_t rounds_in(int c, const char *label, double *ns, double *st)
+{
+    size_t k = 0;
+
+    for (unsigned p = 0; p < g.pairs; p++)
+        for (int side = 0; side < 2; side++)
+            if (!strcmp(g.label[p][side][c], label)) {
+                ns[k] = g.ns[p][side][c];
+                st[k++] = g.stolen[p][side][c];
+            }
+    return k;
+}
+
+/* Per case, the rounds of each thread layout: how many, median ns and
+ * stolen/1k (A and B together: a layout is the scheduler's, not the
+ * library's; compare steal on and off within one layout). */
+static void print_layouts(void)
+{
+    static double ns[2 * MAX_PAIRS], st[2 * MAX_PAIRS];
+
+    printf("\n| case | layout | rounds | ns/job (median) | stolen/1k (median) |\n"
+           "|---|---|---:|---:|---:|\n");
+    for (int c = 0; c < NCASES; c++) {
+        if (!g.want[c])
+            continue;
+        for (unsigned p = 0; p < g.pairs; p++)
+            for (int side = 0; side < 2; side++) {
+                const char *label = g.label[p][side][c];
+                bool seen = false;
+                size_t k;
+
+                /* Each label once: at its first round. */
+                for (unsigned q = 0; q <= p && !seen; q++)
+                    for (int t = 0; t < 2 && !seen; t++)
+                        seen = (q < p || t < side) && !strcmp(g.label[q][t][c], label);
+                if (seen || !(k = rounds_in(c, label, ns, st)))
+                    continue;
+                printf("| %s | %s | %zu | %.1f | %.1f |\n", case_key[c], label, k,
+                       bench_median(ns, k), bench_median(st, k));
+            }
+    }
+    printf("\nLayouts: the threads grouped by the CPU they ran on (S a submitter, R a "
+           "routee; one job in %d notes its routee's CPU, a submitter where it finished).\n",
+           WHERE_EVERY);
 }
 
 /* ---- command line ---- */
@@ -666,6 +762,7 @@ int main(int argc, char **argv)
     bench_placement_take(&end, 5);
     print_pairs();
     print_summary();
+    print_layouts();
     bench_placement_verdict(stdout, "lib-ab", "", &start, &end);
     free(g.ptrs);
     free(g.recs);

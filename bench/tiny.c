@@ -300,41 +300,15 @@ static int routee_cpu(int r)
     return best;
 }
 
-/* Threads grouped by CPU, "S" a submitter, "R" a routee, "?" a routee
- * whose CPU is unknown; groups in descending order, joined by "|":
- * "SR|R", "S|RR", "SRR", "SR|SR". */
+/* The round's layout label (bench_layout_label): the submitters where
+ * they finished, each routee on the CPU it ran most of its noted jobs on. */
 static void layout_label(int nsub, char *out, size_t len)
 {
-    char groups[MAX_SUB + WORKERS][MAX_SUB + WORKERS + 1];
-    int cpus[MAX_SUB + WORKERS], ng = 0;
-    size_t used = 0;
+    int cpu[MAX_SUB + WORKERS];
 
-    for (int t = 0; t < nsub + WORKERS; t++) {
-        int c = t < nsub ? g_crew.cpu[t] : routee_cpu(t - nsub), g;
-        char who = t < nsub ? 'S' : c < 0 ? '?' : 'R';
-
-        for (g = 0; g < ng && !(c >= 0 && cpus[g] == c); g++)
-            ;
-        if (g == ng) {
-            cpus[ng] = c;
-            groups[ng++][0] = '\0';
-        }
-        size_t at = strlen(groups[g]);
-        groups[g][at] = who;
-        groups[g][at + 1] = '\0';
-    }
-    for (int i = 0; i < ng; i++) /* descending: "SR" before "R" */
-        for (int j = i + 1; j < ng; j++)
-            if (strcmp(groups[j], groups[i]) > 0) {
-                char t[sizeof groups[0]];
-                memcpy(t, groups[i], sizeof t);
-                memcpy(groups[i], groups[j], sizeof t);
-                memcpy(groups[j], t, sizeof t);
-            }
-    out[0] = '\0';
-    for (int i = 0; i < ng; i++)
-        used += (size_t)snprintf(out + used, used < len ? len - used : 0, "%s%s", i ? "|" : "",
-                                 groups[i]);
+    for (int t = 0; t < nsub + WORKERS; t++)
+        cpu[t] = t < nsub ? g_crew.cpu[t] : routee_cpu(t - nsub);
+    bench_layout_label(cpu, nsub, WORKERS, out, len);
 }
 
 /* A pool of WORKERS routees; with a strategy other than round-robin, also

@@ -549,52 +549,66 @@ static void print_summary(void)
            "of the pairs above.\n");
 }
 
-/* The rounds of case c (both sides) whose layout is label: their ns and
+/* The rounds of case c on side whose layout is label: their ns and
  * stolen/1k into ns[] and st[]; how many. */
-static size_t rounds_in(int c, const char *label, double *ns, double *st)
+static size_t rounds_in(int c, int side, const char *label, double *ns, double *st)
 {
     size_t k = 0;
 
     for (unsigned p = 0; p < g.pairs; p++)
-        for (int side = 0; side < 2; side++)
-            if (!strcmp(g.label[p][side][c], label)) {
-                ns[k] = g.ns[p][side][c];
-                st[k++] = g.stolen[p][side][c];
-            }
+        if (!strcmp(g.label[p][side][c], label)) {
+            ns[k] = g.ns[p][side][c];
+            st[k++] = g.stolen[p][side][c];
+        }
     return k;
 }
 
-/* Per case, the rounds of each thread layout: how many, median ns and
- * stolen/1k (A and B together: a layout is the scheduler's, not the
- * library's; compare steal on and off within one layout). */
+/* Whether round (p, side) of case c is the first with its layout. */
+static bool first_with_label(int c, unsigned p, int side)
+{
+    for (unsigned q = 0; q <= p; q++)
+        for (int t = 0; t < 2 && (q < p || t < side); t++)
+            if (!strcmp(g.label[q][t][c], g.label[p][side][c]))
+                return false;
+    return true;
+}
+
+/* Per case and thread layout, each side's rounds: how many, median ns and
+ * stolen/1k.  The scheduler draws the layouts, but what the threads do
+ * (sleeping, stealing) moves its draws: compare how often each side got
+ * a layout as well as what a round cost in it. */
 static void print_layouts(void)
 {
-    static double ns[2 * MAX_PAIRS], st[2 * MAX_PAIRS];
+    static double ns[MAX_PAIRS], st[MAX_PAIRS];
 
-    printf("\n| case | layout | rounds | ns/job (median) | stolen/1k (median) |\n"
-           "|---|---|---:|---:|---:|\n");
+    printf("\n| case | layout | A rounds | A ns/job | A stolen/1k | B rounds | B ns/job "
+           "| B stolen/1k |\n|---|---|---:|---:|---:|---:|---:|---:|\n");
     for (int c = 0; c < NCASES; c++) {
         if (!g.want[c])
             continue;
         for (unsigned p = 0; p < g.pairs; p++)
             for (int side = 0; side < 2; side++) {
                 const char *label = g.label[p][side][c];
-                bool seen = false;
-                size_t k;
 
-                /* Each label once: at its first round. */
-                for (unsigned q = 0; q <= p && !seen; q++)
-                    for (int t = 0; t < 2 && !seen; t++)
-                        seen = (q < p || t < side) && !strcmp(g.label[q][t][c], label);
-                if (seen || !(k = rounds_in(c, label, ns, st)))
+                if (!first_with_label(c, p, side))
                     continue;
-                printf("| %s | %s | %zu | %.1f | %.1f |\n", case_key[c], label, k,
-                       bench_median(ns, k), bench_median(st, k));
+                printf("| %s | %s |", case_key[c], label);
+                for (int t = 0; t < 2; t++) {
+                    size_t k = rounds_in(c, t, label, ns, st);
+
+                    if (k)
+                        printf(" %zu | %.1f | %.1f |", k, bench_median(ns, k),
+                               bench_median(st, k));
+                    else
+                        printf(" 0 | | |");
+                }
+                printf("\n");
             }
     }
     printf("\nLayouts: the threads grouped by the CPU they ran on (S a submitter, R a "
-           "routee; one job in %d notes its routee's CPU, a submitter where it finished).\n",
-           WHERE_EVERY);
+           "routee, ? a routee that ran none of the noted jobs; one job in %d notes its "
+           "routee's CPU, a submitter where it finished); ns/job and stolen/1k are "
+           "medians.\n", WHERE_EVERY);
 }
 
 /* ---- command line ---- */

@@ -592,7 +592,13 @@ static void print_layouts(void)
 
                 if (!first_with_label(c, p, side))
                     continue;
-                printf("| %s | %s |", case_key[c], label);
+                printf("| %s | ", case_key[c]);
+                for (const char *ch = label; *ch; ch++) { /* markdown: "|" escaped */
+                    if (*ch == '|')
+                        putchar('\\');
+                    putchar(*ch);
+                }
+                printf(" |");
                 for (int t = 0; t < 2; t++) {
                     size_t k = rounds_in(c, t, label, ns, st);
 

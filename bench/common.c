@@ -484,6 +484,24 @@ int bench_wake_latency(bench_wake_result *out, int samples, int gap_us)
     return 0;
 }
 
+void bench_cpu_note(bench_cpu_tally *t)
+{
+    int c = sched_getcpu();
+
+    t->n[c >= 0 && c < BENCH_CPU_SLOTS ? c : BENCH_CPU_SLOTS]++;
+}
+
+int bench_cpu_most(const bench_cpu_tally *t)
+{
+    int best = -1;
+    unsigned most = 0;
+
+    for (int c = 0; c < BENCH_CPU_SLOTS; c++)
+        if (t->n[c] > most)
+            most = t->n[c], best = c;
+    return best;
+}
+
 void bench_layout_label(const int *cpu, int nsub, int nroutees, char *out, size_t len)
 {
     enum { MAXT = 8 };

@@ -263,6 +263,21 @@ void bench_gate_open(bench_gate *g);
 /** Block until g opens (call it from a job). */
 void bench_gate_pass(bench_gate *g);
 
+/** CPUs a bench_cpu_tally tells apart; others are counted together. */
+#define BENCH_CPU_SLOTS 64
+
+/** Where one thread ran: how often it was seen on each CPU.  One tally per
+ *  thread, written by that thread only, on a cache line of its own. */
+typedef struct bench_cpu_tally {
+    _Alignas(64) unsigned n[BENCH_CPU_SLOTS + 1]; /**< [BENCH_CPU_SLOTS]: CPUs beyond */
+} bench_cpu_tally;
+
+/** Note the CPU the calling thread runs on (sched_getcpu()) in t. */
+void bench_cpu_note(bench_cpu_tally *t);
+
+/** The CPU t saw most often, or -1 when nothing was noted there. */
+int bench_cpu_most(const bench_cpu_tally *t);
+
 /**
  * A thread layout's label: the threads grouped by CPU, "S" a submitter, "R"
  * a routee, "?" a routee whose CPU is unknown (its cpu < 0); the groups in

@@ -47,7 +47,6 @@
 #define BATCH 64
 #define PP_TRIALS 3
 #define WHERE_EVERY 509 /* one job in this many notes its routee's CPU (odd: round-robin alternates) */
-#define CPU_SLOTS 64    /* CPUs the tally tells apart */
 #define LABEL_LEN 16
 #define PP_ROUNDS 5000 /* round trips a trial: ~0.3 (near) to 2 ms (far) */
 
@@ -121,11 +120,8 @@ static struct {
 } g;
 
 /* Where the routees ran: one job in WHERE_EVERY notes its routee's CPU in
- * that routee's tally (the routee alone writes its line; read after the
- * round's wait). */
-static struct {
-    _Alignas(64) unsigned n[CPU_SLOTS + 1]; /* [CPU_SLOTS]: CPUs beyond */
-} where[WORKERS];
+ * that routee's tally (read after the round's wait, then cleared). */
+static bench_cpu_tally where[WORKERS];
 
 /* What a round did besides taking time. */
 typedef struct round_out {
@@ -143,25 +139,11 @@ static void mark(rp_job_ctx *ctx, void *arg)
 {
     ((rec *)arg)->ran++;
     if (__builtin_expect(((rec *)arg - g.recs) % WHERE_EVERY == 0, 0)) {
-        int r = g.cur->job_routee(ctx), c = sched_getcpu();
+        int r = g.cur->job_routee(ctx);
 
         if (r >= 0 && r < WORKERS)
-            where[r].n[c >= 0 && c < CPU_SLOTS ? c : CPU_SLOTS]++;
+            bench_cpu_note(&where[r]);
     }
-}
-
-/* The CPU routee r ran most of its noted jobs on (-1: none noted), and
- * its tally cleared for the next round. */
-static int routee_cpu(int r)
-{
-    int best = -1;
-    unsigned most = 0;
-
-    for (int c = 0; c < CPU_SLOTS; c++)
-        if (where[r].n[c] > most)
-            most = where[r].n[c], best = c;
-    memset(&where[r], 0, sizeof where[r]);
-    return best;
 }
 
 /* ---- loading ---- */
@@ -380,8 +362,10 @@ static round_out run_round(int side, int c, unsigned gap_ms)
                       1000.0 * (double)(stole1 - stole0) / (double)g.jobs, ""};
     for (unsigned k = 0; k < g.nsub; k++)
         cpu[k] = g.sub_cpu[k];
-    for (int r = 0; r < WORKERS; r++)
-        cpu[g.nsub + (unsigned)r] = routee_cpu(r);
+    for (int r = 0; r < WORKERS; r++) {
+        cpu[g.nsub + (unsigned)r] = bench_cpu_most(&where[r]);
+        memset(&where[r], 0, sizeof where[r]);
+    }
     bench_layout_label(cpu, (int)g.nsub, WORKERS, out.label, sizeof out.label);
     return out;
 }

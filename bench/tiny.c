@@ -96,7 +96,6 @@
 #define T18_BATCH_NS 25.0  /* 3. batches <= 25 ns/job, or <= 1.0x the ck_ring floor */
 
 #define LAYOUT_LEN 24 /* "SR|SR"-like labels (layout_label) */
-#define CPU_SLOTS 64  /* CPUs the layout tally tells apart; others are "?" */
 #define WHERE_EVERY 509 /* routepool jobs: one in this many notes its CPU (odd: round-robin alternates) */
 
 /* One job's record: its own cache line. */
@@ -273,31 +272,17 @@ static void generic_round(peer *s, rec *recs, size_t n, int nsub, int64_t *submi
  * submitter shares one with a routee ("SR|R"), or the routees share one
  * ("S|RR").
  */
-static struct {
-    _Alignas(64) unsigned n[CPU_SLOTS + 1]; /* [CPU_SLOTS]: CPUs beyond the tally */
-} g_where[WORKERS];
+static bench_cpu_tally g_where[WORKERS];
 
 static void rp_fn(rp_job_ctx *ctx, void *arg)
 {
     mark(arg);
     if (__builtin_expect(((rec *)arg - g_recs) % WHERE_EVERY == 0, 0)) {
-        int r = rp_job_routee(ctx), c = sched_getcpu();
+        int r = rp_job_routee(ctx);
 
         if (r >= 0 && r < WORKERS)
-            g_where[r].n[c >= 0 && c < CPU_SLOTS ? c : CPU_SLOTS]++;
+            bench_cpu_note(&g_where[r]);
     }
-}
-
-/* The CPU routee r ran most of its noted jobs on, or -1. */
-static int routee_cpu(int r)
-{
-    int best = -1;
-    unsigned most = 0;
-
-    for (int c = 0; c < CPU_SLOTS; c++)
-        if (g_where[r].n[c] > most)
-            most = g_where[r].n[c], best = c;
-    return best;
 }
 
 /* The round's layout label (bench_layout_label): the submitters where
@@ -307,7 +292,7 @@ static void layout_label(int nsub, char *out, size_t len)
     int cpu[MAX_SUB + WORKERS];
 
     for (int t = 0; t < nsub + WORKERS; t++)
-        cpu[t] = t < nsub ? g_crew.cpu[t] : routee_cpu(t - nsub);
+        cpu[t] = t < nsub ? g_crew.cpu[t] : bench_cpu_most(&g_where[t - nsub]);
     bench_layout_label(cpu, nsub, WORKERS, out, len);
 }
 

@@ -24,9 +24,19 @@
  * (rp_pool_submit_batch), and the pool's router set to smallest-mailbox
  * with stealing.
  *
+ * What else moves a round's cost, and how the harness keeps it alike for
+ * both sides (docs/perf-history.md, "2026-12-06"): the thread layout -
+ * which threads share a CPU - moves it up to 2x, and a pool's threads
+ * keep theirs, so every pair gets new pools, made and warmed in the order
+ * its timed rounds run (run_pairs); each round's layout is recorded (one
+ * job in WHERE_EVERY notes its routee's CPU) and tabulated per side, or
+ * pinned (--layout).  Rounds after an idle gap (--gap-ms), when the
+ * routees sleep, cost more than rounds back to back.  Each round also
+ * reports the routees' sleeps and steals (rp_routee_stats_get).
+ *
  * The binary links neither copy: both come through dlsym, on the public
- * API only (the functions named in api_names[]), so the two builds must
- * share rp_pool_options' layout (the same public headers).
+ * API only (the functions lib_load() looks up), so the two builds must
+ * share the public structs' layout (rp_pool_options, rp_routee_stats).
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -611,8 +621,10 @@ static void usage(FILE *f)
             "  directory holding it; the same one twice measures the harness's own\n"
             "  noise).  Both are loaded into this process; each pair of rounds runs\n"
             "  the same empty-job workload on A and on B back to back (AB, then BA),\n"
-            "  after a cache-line ping-pong that names the pair's placement; the\n"
-            "  summary gives per placement the medians and the B/A ratio.\n"
+            "  after a cache-line ping-pong that names the pair's placement, on new\n"
+            "  pools.  The summary gives per placement the medians, the B/A ratio,\n"
+            "  each side's stealing tax, sleeps and steals; then per thread layout\n"
+            "  (which threads shared a CPU) each side's rounds and their cost.\n"
             "  --cases LIST    comma list of tell,tell-nosteal,batch,sm-steal\n"
             "                  (default tell,tell-nosteal,batch)\n"
             "  --submitters S  1 or 2 (default 1)\n"

@@ -86,8 +86,9 @@ static const char *const case_name[NCASES] = {
     "batch of 64, round-robin, steal on", "tell, smallest-mailbox, steal on"};
 
 /* A thread layout (--layout): the CPU of each submitter and routee, 0 or
- * 1 (the first two the process may use).  Without one, the scheduler
- * places the threads. */
+ * 1 (the first two the process may use), -1 for a submitter left to the
+ * scheduler (nsub 0: as many as --submitters says).  Without one, the
+ * scheduler places every thread. */
 typedef struct layout {
     const char *name;
     unsigned nsub;
@@ -95,6 +96,7 @@ typedef struct layout {
 } layout;
 
 static const layout layouts[] = {
+    {"R|R", 0, {-1, -1}, {0, 1}}, /* rp_pool_options.pin_cpus's layout */
     {"S|RR", 1, {0, 0}, {1, 1}},
     {"SR|R", 1, {0, 0}, {0, 1}},
     {"SS|RR", 2, {0, 0}, {1, 1}},
@@ -284,7 +286,7 @@ static void *submit_slice(void *p)
 {
     const slice *s = p;
 
-    if (g.layout)
+    if (g.layout && g.layout->sub[s->who] >= 0)
         bench_pin_self(g.cpu[g.layout->sub[s->who]]);
     if (s->c == C_BATCH) {
         for (size_t i = s->lo; i < s->hi; i += BATCH) {
@@ -630,8 +632,10 @@ static void usage(FILE *f)
             "  --submitters S  1 or 2 (default 1)\n"
             "  --layout L      pin the threads: S|RR (the submitter on one CPU, both\n"
             "                  routees on the other), SR|R (the submitter beside\n"
-            "                  routee 0), SS|RR or SR|SR (2 submitters).  Default: the\n"
-            "                  scheduler's, drawn anew every pair (new pools)\n"
+            "                  routee 0), SS|RR or SR|SR (2 submitters), R|R (routee\n"
+            "                  i on CPU i, as rp_pool_options.pin_cpus; submitters\n"
+            "                  free).  Default: the scheduler's, drawn anew every\n"
+            "                  pair (new pools)\n"
             "  --jobs N        jobs per round (default 100000)\n"
             "  --pairs N       pairs of rounds, 1..%d (default 30)\n"
             "  --gap-ms N      sleep N ms before each round, 0..10000 (default 0): the\n"
@@ -673,7 +677,7 @@ static const layout *layout_named(const char *name)
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
         if (!strcmp(name, layouts[i].name))
             return &layouts[i];
-    fprintf(stderr, "--layout: unknown layout '%s' (S|RR, SR|R, SS|RR, SR|SR)\n", name);
+    fprintf(stderr, "--layout: unknown layout '%s' (S|RR, SR|R, SS|RR, SR|SR, R|R)\n", name);
     exit(2);
 }
 
@@ -734,13 +738,14 @@ static void parse_args(int argc, char **argv, const char *paths[2])
         usage(stderr);
         exit(2);
     }
-    if (g.layout && nsub_given && g.nsub != g.layout->nsub) {
+    if (g.layout && g.layout->nsub && nsub_given && g.nsub != g.layout->nsub) {
         fprintf(stderr, "--layout %s has %u submitter%s, not %u\n", g.layout->name,
                 g.layout->nsub, g.layout->nsub > 1 ? "s" : "", g.nsub);
         exit(2);
     }
     if (g.layout) {
-        g.nsub = g.layout->nsub;
+        if (g.layout->nsub)
+            g.nsub = g.layout->nsub;
         sched_getaffinity(0, sizeof g.cpus, &g.cpus);
         g.cpu[0] = bench_nth_cpu(0);
         g.cpu[1] = bench_nth_cpu(1);

@@ -301,7 +301,7 @@ static void layout_label(int nsub, char *out, size_t len)
 /* --idle-spin-us: the routepool pools' rp_pool_options.idle_spin_us. */
 static unsigned g_idle_spin_us = RP_IDLE_SPIN_US_AUTO;
 
-static int rp_start_with(peer *s, bool steal, const rp_strategy *router)
+static int rp_start_with(peer *s, bool steal, bool pin, const rp_strategy *router)
 {
     rp_pool_options o;
     rp_router_options ro;
@@ -313,6 +313,7 @@ static int rp_start_with(peer *s, bool steal, const rp_strategy *router)
     o.name = "tiny";
     o.routees = WORKERS;
     o.steal = steal;
+    o.pin_cpus = pin;
     o.strategy = rp_strategy_round_robin();
     if (rp_pool_create(&pool, &o) < 0) {
         fprintf(stderr, "rp-bench-tiny: rp_pool_create: %s\n", rp_errmsg());
@@ -334,13 +335,22 @@ static int rp_start_with(peer *s, bool steal, const rp_strategy *router)
 static int rp_start_nosteal(peer *s, int nsub)
 {
     (void)nsub;
-    return rp_start_with(s, false, NULL);
+    return rp_start_with(s, false, false, NULL);
 }
 
 static int rp_start_steal(peer *s, int nsub)
 {
     (void)nsub;
-    return rp_start_with(s, true, NULL);
+    return rp_start_with(s, true, false, NULL);
+}
+
+/* The default pool with rp_pool_options.pin_cpus: routee i on CPU i, the
+ * submitters left to the scheduler (docs/performance.md, "Pinning the
+ * routees"). */
+static int rp_start_pin(peer *s, int nsub)
+{
+    (void)nsub;
+    return rp_start_with(s, true, true, NULL);
 }
 
 static int rp_start_random(peer *s, int nsub)
@@ -348,7 +358,7 @@ static int rp_start_random(peer *s, int nsub)
     rp_strategy st = rp_strategy_random(1);
 
     (void)nsub;
-    return rp_start_with(s, false, &st);
+    return rp_start_with(s, false, false, &st);
 }
 
 static int rp_start_sm(peer *s, int nsub)
@@ -356,7 +366,7 @@ static int rp_start_sm(peer *s, int nsub)
     rp_strategy st = rp_strategy_smallest_mailbox();
 
     (void)nsub;
-    return rp_start_with(s, false, &st);
+    return rp_start_with(s, false, false, &st);
 }
 
 static int rp_start_sm_steal(peer *s, int nsub)
@@ -364,7 +374,7 @@ static int rp_start_sm_steal(peer *s, int nsub)
     rp_strategy st = rp_strategy_smallest_mailbox();
 
     (void)nsub;
-    return rp_start_with(s, true, &st);
+    return rp_start_with(s, true, false, &st);
 }
 
 static void rp_submit(peer *s, int who, rec *recs, size_t n)
@@ -639,6 +649,11 @@ static peer peers[] = {
      .max_sub = MAX_SUB, .start = rp_start_sm_steal, GENERIC(rp)},
     {.key = "rp-batch", .name = "routepool batch submit (64/call), round-robin, steal on",
      .max_sub = MAX_SUB, .start = rp_start_steal, .submit = rp_submit_batch, .wait = rp_wait,
+     .stop = rp_stop},
+    {.key = "rp-pin", .name = "routepool round-robin, steal on, routees pinned (pin_cpus)",
+     .max_sub = MAX_SUB, .start = rp_start_pin, GENERIC(rp)},
+    {.key = "rp-batch-pin", .name = "routepool batch submit (64/call), routees pinned (pin_cpus)",
+     .max_sub = MAX_SUB, .start = rp_start_pin, .submit = rp_submit_batch, .wait = rp_wait,
      .stop = rp_stop},
 #ifdef RP_BENCH_HAVE_TBB
     {.key = "tbb", .name = "oneTBB task_group::run in a task_arena", .mark = "(*)",
@@ -1145,6 +1160,7 @@ static void usage(FILE *f)
         "                   (default: the pool's automatic choice; 0: a routee sleeps\n"
         "                   as soon as it finds no work)\n"
         "  --only LIST      comma list of rp-steal,rp,rp-random,rp-sm,rp-sm-steal,rp-batch,\n"
+        "                   rp-pin,rp-batch-pin,\n"
         "                   tbb,tbb-enqueue,omp,mutex,thpool,libuv,floor-fifo,floor-ring (all\n"
         "                   built in; the ratio columns need tbb and floor-fifo)\n"
         "  --help           this text\n"

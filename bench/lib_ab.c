@@ -107,6 +107,12 @@ typedef struct rec {
     _Alignas(64) unsigned char ran;
 } rec;
 
+/* What a round measured: its time, and what the routees did. */
+typedef struct round_out {
+    double ns, sleeps, stolen; /* per job, per 1,000 jobs, per 1,000 jobs */
+    char label[LABEL_LEN];     /* the thread layout */
+} round_out;
+
 /* The run's settings and results. */
 static struct {
     size_t jobs;
@@ -120,13 +126,10 @@ static struct {
     rp_pool *pools[2][NCASES];
     rec *recs;
     void **ptrs;
-    /* Per pair: the placement before it, and ns/job per library and case. */
+    /* Per pair: the placement before it, and each timed round per
+     * library and case. */
     double pp_ns[MAX_PAIRS];
-    double ns[MAX_PAIRS][2][NCASES];
-    /* Per 1,000 jobs of that round: the routees' sleeps and steals. */
-    double sleeps[MAX_PAIRS][2][NCASES], stolen[MAX_PAIRS][2][NCASES];
-    /* Each round's thread layout (bench_layout_label). */
-    char label[MAX_PAIRS][2][NCASES][LABEL_LEN];
+    round_out res[MAX_PAIRS][2][NCASES];
     const lib *cur;       /* the library of the round running */
     int sub_cpu[MAX_SUB]; /* where each submitter finished */
 } g;
@@ -134,12 +137,6 @@ static struct {
 /* Where the routees ran: one job in WHERE_EVERY notes its routee's CPU in
  * that routee's tally (read after the round's wait, then cleared). */
 static bench_cpu_tally where[WORKERS];
-
-/* What a round did besides taking time. */
-typedef struct round_out {
-    double ns, sleeps, stolen; /* per job, per 1,000 jobs, per 1,000 jobs */
-    char label[LABEL_LEN];     /* the thread layout */
-} round_out;
 
 static void die(const char *what, const char *detail)
 {
@@ -294,13 +291,12 @@ static void *submit_slice(void *p)
             if (s->l->submit_batch(s->pool, mark, g.ptrs + i, k) < 0)
                 die("rp_pool_submit_batch", s->l->errmsg());
         }
-        g.sub_cpu[s->who] = sched_getcpu();
-        return NULL;
+    } else {
+        for (size_t i = s->lo; i < s->hi; i++)
+            if (s->l->submit(s->pool, mark, &g.recs[i]) < 0)
+                die("rp_pool_submit", s->l->errmsg());
     }
-    for (size_t i = s->lo; i < s->hi; i++)
-        if (s->l->submit(s->pool, mark, &g.recs[i]) < 0)
-            die("rp_pool_submit", s->l->errmsg());
-    g.sub_cpu[s->who] = sched_getcpu();
+    g.sub_cpu[s->who] = sched_getcpu(); /* where it finished (the layout) */
     return NULL;
 }
 
@@ -384,11 +380,11 @@ static round_out run_round(int side, int c, unsigned gap_ms)
 
 /* New pools for case c on both sides, each made and warmed by one
  * untimed round (its threads started, its lanes grown to the round's
- * working set) in the order the timed rounds will run: then one round runs between each
- * side's warm-up and its timed round.  (Warmed A first whatever the
- * order, B's timed round in a BA pair came right after its warm-up and
- * A's two rounds after its own: the same build on both sides measured B
- * 8 % faster.) */
+ * working set) in the order the timed rounds will run, so that one round
+ * runs between each side's warm-up and its timed round.  (Warmed A first
+ * whatever the order, B's timed round in a BA pair came right after its
+ * warm-up and A's two rounds after its own: the same build on both sides
+ * measured B 8 % faster.) */
 static void pools_up(int c, int first)
 {
     g.pools[first][c] = pool_for(&g.libs[first], c);
@@ -426,12 +422,7 @@ static void run_pairs(void)
             pools_up(c, (int)(p % 2));
             for (int k = 0; k < 2; k++) {
                 int side = (int)((p + (unsigned)k) % 2); /* AB, BA, AB... */
-                round_out o = run_round(side, c, g.gap_ms);
-
-                g.ns[p][side][c] = o.ns;
-                g.sleeps[p][side][c] = o.sleeps;
-                g.stolen[p][side][c] = o.stolen;
-                memcpy(g.label[p][side][c], o.label, LABEL_LEN);
+                g.res[p][side][c] = run_round(side, c, g.gap_ms);
             }
             pools_down(c);
         }
@@ -457,10 +448,22 @@ static void print_pairs(void)
         printf("| %u | %.0f | %s |", p + 1, g.pp_ns[p], bench_placement_kind(g.pp_ns[p]));
         for (int c = 0; c < NCASES; c++)
             if (g.want[c])
-                printf(" %.1f | %.1f | %.2f |", g.ns[p][0][c], g.ns[p][1][c],
-                       g.ns[p][1][c] / g.ns[p][0][c]);
+                printf(" %.1f | %.1f | %.2f |", g.res[p][0][c].ns, g.res[p][1][c].ns,
+                       g.res[p][1][c].ns / g.res[p][0][c].ns);
         printf("\n");
     }
+}
+
+/* Whether pair p ran on a placement of kind (NULL: any). */
+static bool pair_on(unsigned p, const char *kind)
+{
+    return !kind || strcmp(bench_placement_kind(g.pp_ns[p]), kind) == 0;
+}
+
+/* A side's stealing tax in pair p: its tell / its steal-off tell. */
+static double tax_of(unsigned p, int side)
+{
+    return g.res[p][side][C_TELL].ns / g.res[p][side][C_NOSTEAL].ns;
 }
 
 /* Medians over the pairs of one placement kind (NULL: all pairs) of
@@ -474,10 +477,10 @@ static bool medians(const char *kind, int c, bool tax, double out[3], int *n)
     for (unsigned p = 0; p < g.pairs; p++) {
         double a, b;
 
-        if (kind && strcmp(bench_placement_kind(g.pp_ns[p]), kind) != 0)
+        if (!pair_on(p, kind))
             continue;
-        a = tax ? g.ns[p][0][C_TELL] / g.ns[p][0][C_NOSTEAL] : g.ns[p][0][c];
-        b = tax ? g.ns[p][1][C_TELL] / g.ns[p][1][C_NOSTEAL] : g.ns[p][1][c];
+        a = tax ? tax_of(p, 0) : g.res[p][0][c].ns;
+        b = tax ? tax_of(p, 1) : g.res[p][1][c].ns;
         va[k] = a;
         vb[k] = b;
         vr[k++] = b / a;
@@ -491,16 +494,16 @@ static bool medians(const char *kind, int c, bool tax, double out[3], int *n)
     return true;
 }
 
-/* The median over the pairs of one placement kind (NULL: all) of
- * v[pair][side][c]. */
-static double median_of(const char *kind, double (*v)[2][NCASES], int side, int c)
+/* The median over the pairs of one placement kind (NULL: all) of a
+ * side's per-1,000 figure of case c: stolen, else sleeps. */
+static double median_of(const char *kind, int side, int c, bool stolen)
 {
     static double tmp[MAX_PAIRS];
     size_t k = 0;
 
     for (unsigned p = 0; p < g.pairs; p++)
-        if (!kind || strcmp(bench_placement_kind(g.pp_ns[p]), kind) == 0)
-            tmp[k++] = v[p][side][c];
+        if (pair_on(p, kind))
+            tmp[k++] = stolen ? g.res[p][side][c].stolen : g.res[p][side][c].sleeps;
     return k ? bench_median(tmp, k) : 0;
 }
 
@@ -517,9 +520,9 @@ static void summary_row(const char *kind, const char *what, int c, bool tax)
     if (tax)
         printf(" | | | |\n");
     else
-        printf(" %.2f | %.2f | %.1f | %.1f |\n", median_of(kind, g.sleeps, 0, c),
-               median_of(kind, g.sleeps, 1, c), median_of(kind, g.stolen, 0, c),
-               median_of(kind, g.stolen, 1, c));
+        printf(" %.2f | %.2f | %.1f | %.1f |\n", median_of(kind, 0, c, false),
+               median_of(kind, 1, c, false), median_of(kind, 0, c, true),
+               median_of(kind, 1, c, true));
     snprintf(cas, sizeof cas, "%s, %u submitter%s, %s", what, g.nsub, g.nsub > 1 ? "s" : "",
              kind ? kind : "all");
     bench_csv_row("lib-ab", cas, "B/A", "x", m[2], m[2], m[2], n);
@@ -552,9 +555,9 @@ static size_t rounds_in(int c, int side, const char *label, double *ns, double *
     size_t k = 0;
 
     for (unsigned p = 0; p < g.pairs; p++)
-        if (!strcmp(g.label[p][side][c], label)) {
-            ns[k] = g.ns[p][side][c];
-            st[k++] = g.stolen[p][side][c];
+        if (!strcmp(g.res[p][side][c].label, label)) {
+            ns[k] = g.res[p][side][c].ns;
+            st[k++] = g.res[p][side][c].stolen;
         }
     return k;
 }
@@ -564,7 +567,7 @@ static bool first_with_label(int c, unsigned p, int side)
 {
     for (unsigned q = 0; q <= p; q++)
         for (int t = 0; t < 2 && (q < p || t < side); t++)
-            if (!strcmp(g.label[q][t][c], g.label[p][side][c]))
+            if (!strcmp(g.res[q][t][c].label, g.res[p][side][c].label))
                 return false;
     return true;
 }
@@ -584,7 +587,7 @@ static void print_layouts(void)
             continue;
         for (unsigned p = 0; p < g.pairs; p++)
             for (int side = 0; side < 2; side++) {
-                const char *label = g.label[p][side][c];
+                const char *label = g.res[p][side][c].label;
 
                 if (!first_with_label(c, p, side))
                     continue;

@@ -253,6 +253,7 @@ static rp_pool *pool_for(lib *l, int c)
 {
     rp_pool_options o;
     rp_pool *pool;
+    int cpus[WORKERS]; /* o.cpus points here until create copies it */
 
     l->options_init(&o);
     o.name = "ab";
@@ -260,9 +261,9 @@ static rp_pool *pool_for(lib *l, int c)
     o.steal = c != C_NOSTEAL;
     o.strategy = c == C_SM ? l->smallest() : l->round_robin();
     if (g.layout) {
-        int cpus[WORKERS] = {g.cpu[g.layout->routee[0]], g.cpu[g.layout->routee[1]]};
-
-        o.cpus = cpus; /* copied by rp_pool_create */
+        for (int r = 0; r < WORKERS; r++)
+            cpus[r] = g.cpu[g.layout->routee[r]];
+        o.cpus = cpus;
         o.ncpus = WORKERS;
     }
     if (l->create(&pool, &o) < 0)

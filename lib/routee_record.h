@@ -50,6 +50,10 @@ struct rp_routee {
     RP_ALIGNED _Atomic uint64_t run; /* owner-only writes */
     _Atomic uint64_t stole; /* owner-only writes */
     _Atomic uint64_t sleeps; /* owner-only writes */
+    /* Times the routee, alone on its CPU after a yield, let work gather
+     * before it looked again (worker.c, gather_alone).  Owner-only writes;
+     * read by tests. */
+    _Atomic uint64_t gathers;
     /* Odd while the routee sleeps (or trims its own lanes while asleep),
      * even while it may touch other routees' lanes: a trim's proof that
      * no thief is inside its lanes (lane.c, "Trimming").  Owner-only

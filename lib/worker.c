@@ -364,20 +364,66 @@ static bool spin_for_work(rp_routee *r)
 }
 
 /*
+ * A yield that came back within YIELD_ALONE_NS found no other thread that
+ * wanted this CPU (a bare sched_yield() takes ~0.7 us on the development
+ * VM; a yield that ran another thread takes that thread's time slice or
+ * its run up to its own yield).
+ */
+#define YIELD_ALONE_NS 3000
+
+/*
+ * How long a routee alone on its CPU lets work gather before it looks
+ * again (design.md, "Letting work gather").  A consumer that is caught
+ * up with its producer on another CPU takes each job as soon as it is
+ * linked: every push then finds the tail record, the depth counter and
+ * the next free record on the consumer's CPU and waits for their lines to
+ * come back, one round trip per job (~30-200 ns here by placement).  A
+ * consumer that waits a little finds many jobs and takes them in runs,
+ * touching none of the producer's lines meanwhile, so the producer's
+ * pushes stay on its own CPU.  Blind (PAUSE and the clock only): polling
+ * a lane would pull back the very lines the wait keeps away.
+ */
+#define GATHER_NS 2000
+
+/* Let work gather: the CPU is ours alone, so the wait takes it from no
+ * other thread. */
+static void gather_alone(rp_routee *r, int64_t from)
+{
+    int64_t end = from + GATHER_NS;
+
+    for (unsigned i = 1;; i++) {
+        cpu_relax();
+        if ((i & 15) == 0 && rp__now_ns() >= end)
+            break;
+    }
+    rp__owner_add(&r->gathers, 1);
+}
+
+/*
  * Without a spin window chosen automatically (no CPU to spare): give the
  * CPU away once before sleeping.  A submitter that shares this CPU runs
  * now and may queue the next job, which this routee then takes without a
  * futex sleep and wake-up (the wake-up costs the submitter a system call
- * and, in a VM, an interprocessor interrupt).  Alone on its CPU the yield
- * returns at once.  One yield per idle transition: no busy-waiting.
- * Measured on 2 vCPUs, 1 submitter, 2 routees, empty jobs: 130 -> 74
- * ns/job with stealing off, 135 -> 105 with it on (docs/performance.md).
+ * and, in a VM, an interprocessor interrupt).  Measured on 2 vCPUs, 1
+ * submitter, 2 routees, empty jobs: 130 -> 74 ns/job with stealing off,
+ * 135 -> 105 with it on (docs/performance.md).  Alone on its CPU the
+ * yield returns at once, and then the routee lets work gather for
+ * GATHER_NS before it looks: nothing else wanted the CPU, and a producer
+ * on another CPU pushes meanwhile without meeting this routee on its
+ * lines.  One yield and at most one gathering wait per idle transition:
+ * no busy-waiting, an idle pool sleeps.
  */
 static bool yield_for_work(rp_routee *r)
 {
+    int64_t t0, t1;
+
     if (!r->pool->idle_yield)
         return false;
+    t0 = rp__now_ns();
     sched_yield();
+    t1 = rp__now_ns();
+    if (t1 - t0 < YIELD_ALONE_NS)
+        gather_alone(r, t1);
     return spin_found(r, 0);
 }
 

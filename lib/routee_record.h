@@ -78,6 +78,10 @@ struct rp_routee {
     unsigned stolen_next, stolen_count;
     int64_t spin_ns; /* owner-only: this routee's adaptive spin window */
     unsigned spin_fails; /* owner-only: fruitless spins in a row */
+    /* Owner-only: its last yield came back at once and found work - a
+     * producer streams jobs faster than it runs them (worker.c,
+     * yield_for_work). */
+    bool streaming;
     rp__mailbox mb;
 };
 

@@ -416,15 +416,19 @@ static void gather_alone(rp_routee *r, int64_t from)
 static bool yield_for_work(rp_routee *r)
 {
     int64_t t0, t1;
+    bool alone, found;
 
     if (!r->pool->idle_yield)
         return false;
     t0 = rp__now_ns();
     sched_yield();
     t1 = rp__now_ns();
-    if (t1 - t0 < YIELD_ALONE_NS)
+    alone = t1 - t0 < YIELD_ALONE_NS;
+    if (alone && r->streaming)
         gather_alone(r, t1);
-    return spin_found(r, 0);
+    found = spin_found(r, 0);
+    r->streaming = alone && found;
+    return found;
 }
 
 /*

@@ -1,21 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/test_gather.c - a routee that finds no work and has no CPU to
- * spare for spinning yields once; when the yield comes back at once (no
- * other thread wanted its CPU) it lets work gather before it looks again
- * (lib/worker.c, gather_alone; design.md, "Letting work gather").  When
- * another thread wants the CPU the yield runs that thread, and the routee
- * does not wait when it gets the CPU back.  Linked with the static
- * library: the count of gathering waits is private.
+ * spare for spinning yields once.  When that yield came back at once (no
+ * other thread wanted its CPU) and found work, a producer streams jobs
+ * faster than the routee runs them, and at its next idle transition the
+ * routee lets work gather before it looks again (lib/worker.c,
+ * gather_alone; design.md, "Letting work gather").  A yield that ran
+ * another thread, or that found nothing, starts no such wait.
  *
- * The routees are pinned to one CPU with rp_pool_options.cpus and the test
- * thread to another, so what shares the routees' CPU is known.  Runs
- * alone (RUN_SERIAL): a busy neighbour on that CPU would make the "alone"
- * case see company.
+ * Deterministic: linked with the static library, this program defines
+ * sched_yield() itself, so the library's yields come here.  For routee 0
+ * the test decides what its yield looks like - back at once or after
+ * 200 us (as if another thread ran), with a job queued meanwhile (a
+ * producer streaming) or not - and counts the gathering waits the routee
+ * made (private).  Every other thread yields for real.
  */
 #include <criterion/criterion.h>
-#include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "pool_record.h"
@@ -23,10 +27,16 @@
 
 TestSuite(gather, .fini = rp_leak_check);
 
-#define JOBS 40
-
+/* How routee 0's yields behave: the next `left` of them come here, and
+ * the first `jobs_left` of those queue a job on routee 0; then real. */
+enum { YIELD_QUICK = 1, YIELD_SLOW = 2 };
+static struct {
+    _Atomic int left, jobs_left;
+    int how; /* YIELD_QUICK or YIELD_SLOW */
+    rp_routee *routee0;
+} hook;
+static _Thread_local int my_routee = -1;
 static atomic_int ran;
-static atomic_bool spin_stop;
 
 static void count_job(rp_job_ctx *ctx, void *arg)
 {
@@ -35,112 +45,126 @@ static void count_job(rp_job_ctx *ctx, void *arg)
     atomic_fetch_add(&ran, 1);
 }
 
-/* The n-th CPU this process may use, or -1. */
-static int nth_cpu(int n)
+int sched_yield(void)
 {
-    cpu_set_t set;
-    int seen = 0;
-
-    if (sched_getaffinity(0, sizeof set, &set) != 0)
-        return -1;
-    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
-        if (CPU_ISSET(cpu, &set) && seen++ == n)
-            return cpu;
-    return -1;
+    if (my_routee != 0 || atomic_load(&hook.left) <= 0)
+        return (int)syscall(SYS_sched_yield);
+    if (atomic_load(&hook.jobs_left) > 0) {
+        atomic_fetch_sub(&hook.jobs_left, 1);
+        if (rp_routee_tell(hook.routee0, count_job, NULL) != 0)
+            abort(); /* refused: the counts would not add up */
+    }
+    if (hook.how == YIELD_SLOW) {
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+    atomic_fetch_sub(&hook.left, 1); /* last: the test reads it when done */
+    return 0;
 }
 
-static void pin_self(int cpu)
+static void on_start(rp_pool *pool, int index, void *user)
 {
-    cpu_set_t one;
-
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    cr_assert_eq(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+    (void)pool;
+    (void)user;
+    my_routee = index;
 }
 
-/* A thread that always wants its CPU: it never blocks or yields. */
-static void *spinner(void *p)
+static uint64_t gathers_of_routee_0(rp_pool *p)
 {
-    pin_self(*(int *)p);
-    while (!atomic_load_explicit(&spin_stop, memory_order_relaxed))
-        ;
-    return NULL;
+    return atomic_load(&p->routees[0].gathers);
 }
 
-static uint64_t gathers_of(rp_pool *p)
+/* A pool whose routees have no CPU to spare (as many as the CPUs, at
+ * least 2): the automatic idle policy yields once before sleeping. */
+static rp_pool *yielding_pool(void)
 {
-    uint64_t n = 0;
-
-    for (unsigned i = 0; i < p->n; i++)
-        n += atomic_load(&p->routees[i].gathers);
-    return n;
-}
-
-/* Two routees on CPU `on`, the automatic idle policy (2 routees on 2
- * CPUs: no spin, a yield), JOBS jobs one at a time from the test thread
- * on the other CPU, each run before the next is sent.  Returns the
- * gathering waits the routees made. */
-static uint64_t gathers_for_single_jobs(int on, int test_cpu)
-{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     rp_pool_options o;
     rp_pool *p = NULL;
-    int cpus[2] = {on, on};
-    uint64_t before;
 
     rp_pool_options_init(&o);
-    o.routees = 2;
-    o.cpus = cpus;
-    o.ncpus = 2;
+    o.routees = cpus > 2 ? (unsigned)cpus : 2;
+    o.on_thread_start = on_start;
     cr_assert_eq(rp_pool_create(&p, &o), 0, "%s", rp_errmsg());
-    pin_self(test_cpu); /* after the create: it checks the caller's CPUs */
-    cr_assert(p->idle_yield, "the automatic policy must yield here (2 routees, %ld CPUs)",
-              sysconf(_SC_NPROCESSORS_ONLN));
-    cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
-    atomic_store(&ran, 0);
-    before = gathers_of(p);
-    for (int i = 0; i < JOBS; i++) {
-        cr_assert_eq(rp_pool_submit(p, count_job, NULL), 0);
-        cr_assert_eq(rp_pool_wait_idle(p, 10000), 0);
-        sleep_ms(1); /* the routee finishes its idle transition */
+    cr_assert(p->idle_yield, "the automatic policy yields with %u routees on %ld CPUs",
+              p->n, cpus);
+    hook.routee0 = rp_pool_routee(p, 0);
+    return p;
+}
+
+/* Wait until routee 0 made every hooked yield and went to sleep. */
+static void await_hooked_yields(rp_pool *p)
+{
+    for (int64_t end = now_ms() + 10000; atomic_load(&hook.left) > 0;) {
+        cr_assert_lt(now_ms(), end, "routee 0 stopped yielding (%d hooked yields left)",
+                     atomic_load(&hook.left));
+        sleep_ms(1);
     }
-    cr_assert_eq(atomic_load(&ran), JOBS, "every job runs exactly once");
-    before = gathers_of(p) - before;
+    cr_assert_eq(rp_pool_wait_idle(p, 10000), 0);
+}
+
+/* One job to routee 0, then its idle transitions: `streamed` yields as
+ * `how`, each queueing a job (a producer that keeps up a stream), and one
+ * more that queues none.  Returns the gathering waits routee 0 made,
+ * after checking every job ran exactly once. */
+static uint64_t gathers_in_stream(int how, int streamed)
+{
+    rp_pool *p = yielding_pool();
+    uint64_t before;
+
+    atomic_store(&ran, 0);
+    /* Warm routee 0 up (its first records, its first sleep). */
+    cr_assert_eq(rp_routee_tell(hook.routee0, count_job, NULL), 0);
+    cr_assert_eq(rp_pool_wait_idle(p, 10000), 0);
+    before = gathers_of_routee_0(p);
+    hook.how = how;
+    atomic_store(&hook.jobs_left, streamed);
+    atomic_store(&hook.left, streamed + 1);
+    cr_assert_eq(rp_routee_tell(hook.routee0, count_job, NULL), 0);
+    await_hooked_yields(p);
+    cr_assert_eq(atomic_load(&ran), 2 + streamed, "every job ran exactly once");
+    before = gathers_of_routee_0(p) - before;
     rp_pool_destroy(p);
     return before;
 }
 
-Test(gather, routee_alone_on_its_cpu_lets_work_gather_after_its_yield, .timeout = 60)
+Test(gather, routee_whose_quick_yields_keep_finding_work_lets_work_gather, .timeout = 60)
 {
-    int a = nth_cpu(0), b = nth_cpu(1);
-    uint64_t n;
+    uint64_t n = gathers_in_stream(YIELD_QUICK, 20);
 
-    if (b < 0)
-        cr_skip_test("needs two CPUs this process may use");
-    n = gathers_for_single_jobs(a, b);
-    /* One idle transition per job, each with its CPU free: a quick yield
-     * and a wait.  Half is the margin for a neighbour on the CPU. */
-    cr_assert_geq(n, JOBS / 2, "%llu gathering waits after %d jobs, each run on an "
-                  "otherwise idle CPU", (unsigned long long)n, JOBS);
+    /* The first yield finds the stream; each of the 20 after it (the
+     * last finds nothing, and the routee sleeps) starts with a wait. */
+    cr_assert_eq(n, 20, "%llu gathering waits after 20 quick yields that each found a job",
+                 (unsigned long long)n);
 }
 
-Test(gather, routee_whose_yield_runs_a_busy_thread_mostly_does_not_wait, .timeout = 60)
+Test(gather, routee_whose_yields_ran_another_thread_does_not_wait, .timeout = 60)
 {
-    int a = nth_cpu(0), b = nth_cpu(1);
-    pthread_t th;
+    uint64_t n = gathers_in_stream(YIELD_SLOW, 20);
+
+    cr_assert_eq(n, 0, "%llu gathering waits after 20 slow yields (another thread ran)",
+                 (unsigned long long)n);
+}
+
+Test(gather, routee_whose_quick_yields_found_nothing_does_not_wait, .timeout = 60)
+{
+    rp_pool *p = yielding_pool();
     uint64_t n;
 
-    if (b < 0)
-        cr_skip_test("needs two CPUs this process may use");
-    atomic_store(&spin_stop, false);
-    cr_assert_eq(pthread_create(&th, NULL, spinner, &a), 0);
-    n = gathers_for_single_jobs(a, b);
-    atomic_store(&spin_stop, true);
-    pthread_join(th, NULL);
-    /* A yield hands the CPU to the spinner for its time slice, unless the
-     * scheduler finds the spinner has had more than its share (EEVDF
-     * picks only eligible tasks): then the yield comes back at once and
-     * the routee waits in the time that is its own anyway.  Measured here:
-     * 9-14 waits in 40 (alone: 37-40). */
-    cr_assert_leq(n, JOBS / 2, "%llu gathering waits in %d idle transitions with a busy "
-                  "thread on the routees' CPU", (unsigned long long)n, JOBS);
+    /* Jobs that come now and then must not pay for a stream that is not
+     * there: 20 jobs one at a time, each idle transition a quick yield
+     * that finds nothing. */
+    atomic_store(&ran, 0);
+    hook.how = YIELD_QUICK;
+    n = gathers_of_routee_0(p);
+    for (int i = 0; i < 20; i++) {
+        atomic_store(&hook.left, 1);
+        cr_assert_eq(rp_routee_tell(hook.routee0, count_job, NULL), 0);
+        await_hooked_yields(p);
+    }
+    cr_assert_eq(atomic_load(&ran), 20, "every job ran exactly once");
+    n = gathers_of_routee_0(p) - n;
+    rp_pool_destroy(p);
+    cr_assert_eq(n, 0, "%llu gathering waits after quick yields that found nothing",
+                 (unsigned long long)n);
 }

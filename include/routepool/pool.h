@@ -204,8 +204,15 @@ typedef struct rp_pool_options {
      *  outnumber the routees; else no spinning, but a routee yields its
      *  CPU once (sched_yield) before it sleeps, so a submitter sharing
      *  the CPU can queue the next job first (empty jobs from 1 submitter
-     *  to 2 routees on 2 vCPUs: 130 -> 74 ns/job).  An explicit value,
-     *  0 included, never yields.  At most RP_IDLE_SPIN_US_MAX. */
+     *  to 2 routees on 2 vCPUs: 130 -> 74 ns/job).  When that yield
+     *  came back at once (no other thread wanted the CPU) and found a
+     *  job, a producer is streaming jobs faster than the routee runs
+     *  them: at its next idle transition the routee waits 2 us before it
+     *  looks again, so the producer queues jobs without waiting for the
+     *  cache lines the routee reads (docs/design.md, "Letting work
+     *  gather"); a job that comes then waits up to 2 us longer.  An
+     *  explicit value, 0 included, never yields.  At most
+     *  RP_IDLE_SPIN_US_MAX. */
     unsigned idle_spin_us;
     /** Keep metrics beyond the counters always kept: busy time and the
      *  sampled depth and queue-wait histograms (routepool/metrics.h).

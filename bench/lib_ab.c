@@ -328,6 +328,23 @@ static void counters(const lib *l, rp_pool *pool, uint64_t *sleeps, uint64_t *st
     }
 }
 
+/* With --layout, a routee that ran its noted jobs anywhere but on its
+ * CPU means the pinning did not take, and every figure of the run would
+ * describe another layout (it once did: the CPU array went out of scope
+ * before rp_pool_create read it).  -1: it ran none of the noted jobs. */
+static void check_pinned(int r, int ran_on)
+{
+    char msg[96];
+    int want;
+
+    if (!g.layout || ran_on < 0)
+        return;
+    if (ran_on == (want = g.cpu[g.layout->routee[r]]))
+        return;
+    snprintf(msg, sizeof msg, "routee %d ran on CPU %d, pinned to CPU %d", r, ran_on, want);
+    die("--layout: the pinning did not take", msg);
+}
+
 /* One timed round: ns per job.  A second submitter is a thread created
  * inside the timed span (tens of microseconds against the milliseconds of
  * a round, alike for A and B). */
@@ -374,6 +391,7 @@ static round_out run_round(int side, int c, unsigned gap_ms)
     for (int r = 0; r < WORKERS; r++) {
         cpu[g.nsub + (unsigned)r] = bench_cpu_most(&where[r]);
         memset(&where[r], 0, sizeof where[r]);
+        check_pinned(r, cpu[g.nsub + (unsigned)r]);
     }
     bench_layout_label(cpu, (int)g.nsub, WORKERS, out.label, sizeof out.label);
     return out;
@@ -648,7 +666,8 @@ static void usage(FILE *f)
             "  --quick         4 pairs of 20000 jobs (a smoke run)\n"
             "  --version, --help\n"
             "Exit status: 0 ok, 1 failure (a job lost or run twice, a library that\n"
-            "cannot be loaded), 2 bad command line.\n",
+            "cannot be loaded, a --layout routee that ran off its CPU), 2 bad\n"
+            "command line.\n",
             MAX_PAIRS);
 }
 

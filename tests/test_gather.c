@@ -16,13 +16,12 @@
  * made (private).  Every other thread yields for real.  A quick hooked
  * yield is quick only if the machine does not preempt routee 0 inside it
  * (or around it, inside the library's clock reads): the test records how
- * long each took and how often the thread was preempted, predicts the
- * count from that, and runs a stream again when a preemption leaves the
- * prediction in doubt.
+ * long each took, predicts the count from that, and runs a stream again
+ * (up to 5 times) when a preemption or an interrupt made the library see
+ * a yield differently.
  */
 #include <criterion/criterion.h>
 #include <sched.h>
-#include <stdio.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -173,30 +172,8 @@ static void await_hooked_yields(rp_pool *p)
  * `how`, each queueing a job (a producer that keeps up a stream), and one
  * more that queues none.  Returns the gathering waits routee 0 made,
  * after checking every job ran exactly once. */
-/* How often routee 0's thread was preempted so far (its involuntary
- * context switches, from /proc), or -1 when that cannot be read. */
-static long preemptions_of_routee_0(rp_pool *p)
-{
-    char path[64], line[128];
-    long n = -1;
-    FILE *f;
-
-    snprintf(path, sizeof path, "/proc/self/task/%d/status",
-             (int)atomic_load(&p->routees[0].tid));
-    if (!(f = fopen(path, "r")))
-        return -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "nonvoluntary_ctxt_switches: %ld", &n) == 1)
-            break;
-    fclose(f);
-    return n;
-}
-
-static long stream_preemptions; /* during the last gathers_in_stream() */
-
 static uint64_t gathers_in_stream(int how, int streamed)
 {
-    long preempted;
     rp_pool *p = yielding_pool();
     uint64_t before;
 
@@ -207,16 +184,15 @@ static uint64_t gathers_in_stream(int how, int streamed)
     cr_assert_eq(rp_routee_tell(hook.routee0, warm_job, NULL), 0);
     cr_assert_eq(rp_pool_wait_idle(p, 10000), 0);
     cr_assert_eq(atomic_load(&ran), 1 + WARM_JOBS);
+    sleep_ms(5); /* wait_idle() may return as the routee turns idle */
     atomic_store(&ran, 0);
     before = gathers_of_routee_0(p);
     hook.how = how;
     hook.n = 0;
-    preempted = preemptions_of_routee_0(p);
     atomic_store(&hook.jobs_left, streamed);
     atomic_store(&hook.left, streamed + 1);
     cr_assert_eq(rp_routee_tell(hook.routee0, count_job, NULL), 0);
     await_hooked_yields(p);
-    stream_preemptions = preempted < 0 ? -1 : preemptions_of_routee_0(p) - preempted;
     cr_assert_eq(atomic_load(&ran), 1 + streamed, "every job ran exactly once");
     before = gathers_of_routee_0(p) - before;
     rp_pool_destroy(p);
@@ -229,9 +205,12 @@ Test(gather, routee_whose_quick_yields_keep_finding_work_lets_work_gather, .time
         uint64_t n = gathers_in_stream(YIELD_QUICK, 20);
         int want = expected_gathers();
 
-        /* Preempted inside a hooked yield, or around one (where only
-         * the library's clock sees it): run the stream again. */
-        if ((want < 0 || (n != (uint64_t)want && stream_preemptions != 0)) && tries < 5)
+        /* Preempted inside a hooked yield, or interrupted around one
+         * (where only the library's clock sees it: a VM's timer
+         * interrupt can take microseconds, and no counter shows it):
+         * run the stream again.  About 1 stream in 60 here; a broken
+         * rule misses in every one. */
+        if ((want < 0 || n != (uint64_t)want) && tries < 5)
             continue;
         cr_assert_geq(want, 0, "5 streams in a row had a hooked yield of 2-4 us");
         /* The first yield finds the stream; each of the 20 after it (the
@@ -262,6 +241,15 @@ Test(gather, routee_whose_quick_yields_found_nothing_does_not_wait, .timeout = 6
     /* Jobs that come now and then must not pay for a stream that is not
      * there: 20 jobs one at a time, each idle transition a quick yield
      * that finds nothing. */
+    /* Settle first: a routee that starts idles at once, and a job that
+     * comes during that first (real) yield would count as a stream.  The
+     * run of this one ends in a real yield that finds nothing, before
+     * wait_idle() returns. */
+    atomic_store(&ran, 0);
+    cr_assert_eq(rp_routee_tell(hook.routee0, count_job, NULL), 0);
+    cr_assert_eq(rp_pool_wait_idle(p, 10000), 0);
+    cr_assert_eq(atomic_load(&ran), 1);
+    sleep_ms(5); /* wait_idle() may return as the routee turns idle */
     atomic_store(&ran, 0);
     hook.how = YIELD_QUICK;
     n = gathers_of_routee_0(p);

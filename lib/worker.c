@@ -407,11 +407,12 @@ static void gather_alone(rp_routee *r, int64_t from)
  * and, in a VM, an interprocessor interrupt).  Measured on 2 vCPUs, 1
  * submitter, 2 routees, empty jobs: 130 -> 74 ns/job with stealing off,
  * 135 -> 105 with it on (docs/performance.md).  Alone on its CPU the
- * yield returns at once, and then the routee lets work gather for
- * GATHER_NS before it looks: nothing else wanted the CPU, and a producer
- * on another CPU pushes meanwhile without meeting this routee on its
- * lines.  One yield and at most one gathering wait per idle transition:
- * no busy-waiting, an idle pool sleeps.
+ * yield returns at once; when the previous one did too and found work (a
+ * producer streams jobs faster than this routee runs them), the routee
+ * lets work gather for GATHER_NS before it looks: nothing else wanted the
+ * CPU, and the producer pushes meanwhile without meeting this routee on
+ * its lines.  One yield and at most one gathering wait per idle
+ * transition: no busy-waiting, an idle pool sleeps.
  */
 static bool yield_for_work(rp_routee *r)
 {

@@ -103,25 +103,19 @@ int sched_yield(void)
 }
 
 /* worker.c takes a yield that returns within 3 us (YIELD_ALONE_NS) for
- * one that ran no other thread.  A quick hooked yield takes well under
- * 1 us, unless this thread was preempted inside it (a busy machine): a
- * stream with a hooked yield between these bounds cannot be predicted,
- * and is run again. */
-#define SURELY_QUICK_NS 2000
-#define SURELY_SLOW_NS 4000
+ * one that ran no other thread; a quick hooked yield takes well under 1
+ * us unless the machine preempted or interrupted routee 0 inside it. */
+#define YIELD_ALONE_NS 3000
 
 /* The gathering waits the library must have made for the hooked yields
- * recorded, or -1 when one took an ambiguous time: a wait at yield i
- * needs yield i quick and yield i - 1 quick with a job found after it. */
+ * recorded, from how long each took: a wait at yield i needs yield i
+ * quick and yield i - 1 quick with a job found after it. */
 static int expected_gathers(void)
 {
     int n = 0;
 
-    for (int i = 0; i < hook.n; i++)
-        if (hook.took_ns[i] >= SURELY_QUICK_NS && hook.took_ns[i] <= SURELY_SLOW_NS)
-            return -1;
     for (int i = 1; i < hook.n; i++)
-        if (hook.took_ns[i] < SURELY_QUICK_NS && hook.took_ns[i - 1] < SURELY_QUICK_NS &&
+        if (hook.took_ns[i] < YIELD_ALONE_NS && hook.took_ns[i - 1] < YIELD_ALONE_NS &&
             hook.queued[i - 1])
             n++;
     return n;
@@ -210,9 +204,8 @@ Test(gather, routee_whose_quick_yields_keep_finding_work_lets_work_gather, .time
          * interrupt can take microseconds, and no counter shows it):
          * run the stream again.  About 1 stream in 60 here; a broken
          * rule misses in every one. */
-        if ((want < 0 || n != (uint64_t)want) && tries < 5)
+        if (n != (uint64_t)want && tries < 5)
             continue;
-        cr_assert_geq(want, 0, "5 streams in a row had a hooked yield of 2-4 us");
         /* The first yield finds the stream; each of the 20 after it (the
          * last finds nothing, and the routee sleeps) starts with a wait,
          * unless a preemption made a yield slow (then want says so). */

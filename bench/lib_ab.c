@@ -108,8 +108,15 @@ typedef struct rec {
 } rec;
 
 /* What a round measured: its time, and what the routees did. */
+/* --push-hist: what one submit (a tell) took, in these buckets (ns). */
+#define HIST_BUCKETS 6
+static const int64_t hist_upper[HIST_BUCKETS - 1] = {100, 200, 400, 1000, 10000};
+static const char *const hist_label[HIST_BUCKETS] = {"< 100 ns", "100-200 ns", "200-400 ns",
+                                                     "0.4-1 us", "1-10 us", ">= 10 us"};
+
 typedef struct round_out {
     double ns, sleeps, stolen; /* per job, per 1,000 jobs, per 1,000 jobs */
+    double hist[HIST_BUCKETS]; /* --push-hist: % of submitter 0's submits */
     char label[LABEL_LEN];     /* the thread layout */
 } round_out;
 
@@ -118,6 +125,8 @@ static struct {
     size_t jobs;
     unsigned pairs, nsub;
     unsigned gap_ms; /* idle time before each timed round (--gap-ms) */
+    bool push_hist;  /* time every tell of submitter 0 (--push-hist) */
+    uint64_t hist[HIST_BUCKETS]; /* the round's counts (submitter 0 only) */
     const layout *layout; /* NULL: the scheduler's */
     int cpu[2];           /* the layout's CPUs 0 and 1 */
     cpu_set_t cpus;       /* the CPUs the process may use (restored after a round) */
@@ -292,6 +301,21 @@ static void *submit_slice(void *p)
             if (s->l->submit_batch(s->pool, mark, g.ptrs + i, k) < 0)
                 die("rp_pool_submit_batch", s->l->errmsg());
         }
+    } else if (g.push_hist && s->who == 0) {
+        /* The clock around every submit: its own cost (~20 ns a read)
+         * is in both sides' rounds alike. */
+        int64_t t0 = bench_now_ns(), t1;
+
+        for (size_t i = s->lo; i < s->hi; i++, t0 = t1) {
+            int b = 0;
+
+            if (s->l->submit(s->pool, mark, &g.recs[i]) < 0)
+                die("rp_pool_submit", s->l->errmsg());
+            t1 = bench_now_ns();
+            while (b < HIST_BUCKETS - 1 && t1 - t0 >= hist_upper[b])
+                b++;
+            g.hist[b]++;
+        }
     } else {
         for (size_t i = s->lo; i < s->hi; i++)
             if (s->l->submit(s->pool, mark, &g.recs[i]) < 0)
@@ -366,6 +390,7 @@ static round_out run_round(int side, int c, unsigned gap_ms)
         s[k] = (slice){.l = l, .pool = g.pools[side][c], .c = c, .who = k,
                        .lo = g.jobs * k / g.nsub, .hi = g.jobs * (k + 1) / g.nsub};
     counters(l, g.pools[side][c], &sleeps0, &stole0);
+    memset(g.hist, 0, sizeof g.hist);
     g.cur = l;
     t0 = bench_now_ns();
     for (unsigned k = 1; k < g.nsub; k++)
@@ -383,9 +408,17 @@ static round_out run_round(int side, int c, unsigned gap_ms)
         pthread_setaffinity_np(pthread_self(), sizeof g.cpus, &g.cpus);
     check_ran(l, c);
     counters(l, g.pools[side][c], &sleeps1, &stole1);
-    out = (round_out){(double)(t1 - t0) / (double)g.jobs,
-                      1000.0 * (double)(sleeps1 - sleeps0) / (double)g.jobs,
-                      1000.0 * (double)(stole1 - stole0) / (double)g.jobs, ""};
+    out = (round_out){.ns = (double)(t1 - t0) / (double)g.jobs,
+                      .sleeps = 1000.0 * (double)(sleeps1 - sleeps0) / (double)g.jobs,
+                      .stolen = 1000.0 * (double)(stole1 - stole0) / (double)g.jobs};
+    {
+        uint64_t sum = 0;
+
+        for (int b = 0; b < HIST_BUCKETS; b++)
+            sum += g.hist[b];
+        for (int b = 0; b < HIST_BUCKETS; b++)
+            out.hist[b] = sum ? 100.0 * (double)g.hist[b] / (double)sum : 0;
+    }
     for (unsigned k = 0; k < g.nsub; k++)
         cpu[k] = g.sub_cpu[k];
     for (int r = 0; r < WORKERS; r++) {
@@ -595,6 +628,48 @@ static bool first_with_label(int c, unsigned p, int side)
  * stolen/1k.  The scheduler draws the layouts, but what the threads do
  * (sleeping, stealing) moves its draws: compare how often each side got
  * a layout as well as what a round cost in it. */
+/* --push-hist: per placement and case (tells only), the median over the
+ * pairs of each bucket's share of submitter 0's submits, A then B. */
+static void print_push_hist(void)
+{
+    static const char *const kinds[] = {"near", "middle", "far"};
+    static double tmp[MAX_PAIRS];
+
+    printf("\n| placement | case | side | pairs |");
+    for (int b = 0; b < HIST_BUCKETS; b++)
+        printf(" %s |", hist_label[b]);
+    printf("\n|---|---|---|---:|");
+    for (int b = 0; b < HIST_BUCKETS; b++)
+        printf("---:|");
+    printf("\n");
+    for (int i = 0; i < 3; i++)
+        for (int c = 0; c < NCASES; c++) {
+            if (!g.want[c] || c == C_BATCH)
+                continue;
+            for (int side = 0; side < 2; side++) {
+                size_t k = 0;
+
+                for (unsigned p = 0; p < g.pairs; p++)
+                    k += pair_on(p, kinds[i]);
+                if (!k)
+                    continue;
+                printf("| %s | %s | %c | %zu |", kinds[i], case_key[c], 'A' + side, k);
+                for (int b = 0; b < HIST_BUCKETS; b++) {
+                    size_t n = 0;
+
+                    for (unsigned p = 0; p < g.pairs; p++)
+                        if (pair_on(p, kinds[i]))
+                            tmp[n++] = g.res[p][side][c].hist[b];
+                    printf(" %.1f |", bench_median(tmp, n));
+                }
+                printf("\n");
+            }
+        }
+    printf("\nWhat one rp_pool_submit() of submitter 0 took (%% of its submits; "
+           "medians over the pairs): a push that waits for a cache line another CPU "
+           "holds takes about one ping-pong, or two.\n");
+}
+
 static void print_layouts(void)
 {
     static double ns[MAX_PAIRS], st[MAX_PAIRS];
@@ -663,6 +738,9 @@ static void usage(FILE *f)
             "  --gap-ms N      sleep N ms before each round, 0..10000 (default 0): the\n"
             "                  pool's routees fall asleep, and past trim_idle_ms (200)\n"
             "                  its lanes trim, as between rp-bench-tiny's rounds\n"
+            "  --push-hist     time every tell of submitter 0 and print, per placement,\n"
+            "                  how long its submits took (a histogram): where pushes\n"
+            "                  wait for lines another CPU holds\n"
             "  --quick         4 pairs of 20000 jobs (a smoke run)\n"
             "  --version, --help\n"
             "Exit status: 0 ok, 1 failure (a job lost or run twice, a library that\n"
@@ -743,6 +821,8 @@ static void parse_args(int argc, char **argv, const char *paths[2])
             g.jobs = (size_t)bench_parse_u64(a, need_value(argc, argv, &i), 1000, 10000000);
         } else if (!strcmp(a, "--layout")) {
             g.layout = layout_named(need_value(argc, argv, &i));
+        } else if (!strcmp(a, "--push-hist")) {
+            g.push_hist = true;
         } else if (!strcmp(a, "--gap-ms")) {
             g.gap_ms = (unsigned)bench_parse_u64(a, need_value(argc, argv, &i), 0, 10000);
         } else if (!strcmp(a, "--pairs")) {
@@ -806,6 +886,8 @@ int main(int argc, char **argv)
     bench_placement_take(&end, 5);
     print_pairs();
     print_summary();
+    if (g.push_hist)
+        print_push_hist();
     print_layouts();
     bench_placement_verdict(stdout, "lib-ab", "", &start, &end);
     free(g.ptrs);

@@ -247,6 +247,79 @@ Test(lane, without_bulk_every_job_has_its_record)
     lane_down(&lane);
 }
 
+/* Tell i: argument i + 1, sequence i, pushed alone. */
+static void push_tells(rp__lane *lane, uint64_t from, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        rp__job tell = {.fn = fn_a, .arg = (void *)(uintptr_t)(from + i + 1)};
+
+        atomic_store(&tell.seq, from + i);
+        cr_assert_eq(rp__lane_push_mp(lane, &tell), 0);
+    }
+}
+
+/* take(lane, 8) gives the tells (or batch jobs) from..from+want. */
+static void assert_steal_seqs(rp__lane *lane, unsigned want, uint64_t from)
+{
+    rp__job out[8 + RP__LANE_BULK - 1];
+    unsigned got = rp__lane_steal(lane, out, 8);
+
+    cr_assert_eq(got, want, "a steal of up to 8 from job %llu took %u, not %u",
+                 (unsigned long long)from, got, want);
+    for (unsigned i = 0; i < got; i++)
+        cr_assert_eq(atomic_load(&out[i].seq), from + i, "job %u of the steal", i);
+}
+
+/* Put the lane's tail back on the record after its n-th queued one (n 0:
+ * the stub), as a push leaves it between linking and swinging the tail. */
+static void lag_tail(rp__lane *lane, unsigned n)
+{
+    ck_fifo_mpmc_entry_t *e = lane->fifo.head.pointer;
+
+    for (unsigned i = 0; i < n; i++)
+        e = e->next.pointer;
+    lane->fifo.tail.pointer = e;
+}
+
+/* "The tail line" (lane.c): a thief's run of tells reads no tail while
+ * each has a successor, and reads it at the last: with the tail not yet
+ * swung to the last tell, the run stops before it; the next steal swings
+ * the tail and takes it. */
+Test(lane, a_thief_run_of_tells_stops_at_a_tail_that_lags)
+{
+    rp__lane lane;
+
+    lane_up(&lane);
+    push_tells(&lane, 0, 5);
+    lag_tail(&lane, 4);
+    assert_steal_seqs(&lane, 4, 0);
+    assert_steal_seqs(&lane, 1, 4);
+    assert_steal_seqs(&lane, 0, 5);
+    lane_down(&lane);
+}
+
+/* A batch links its records with one CAS, and until the tail swings it
+ * lags behind the whole chain: a thief's run that read no tail must not
+ * take a chain record on the strength of its successor (the head would
+ * pass the tail), so it reads the tail there and stops. */
+Test(lane, a_thief_run_of_tells_never_passes_a_tail_that_lags_behind_a_chain)
+{
+    rp__lane lane;
+    rp__job jobs[2];
+
+    lane_up(&lane);
+    push_tells(&lane, 0, 3);
+    batch_jobs(jobs, 2, 3);
+    cr_assert_eq(rp__lane_push_n(&lane, jobs, 2, false), 2);
+    lag_tail(&lane, 3); /* at the last tell: the chain's swing not yet done */
+    assert_steal_seqs(&lane, 3, 0);
+    /* A Michael-Scott take forwards a lagging tail one node at a time. */
+    assert_steal_seqs(&lane, 1, 3);
+    assert_steal_seqs(&lane, 1, 4);
+    assert_steal_seqs(&lane, 0, 5);
+    lane_down(&lane);
+}
+
 /*
  * Concurrent: a producer pushes bulks while the owner takes runs and a
  * thief steals; every job comes out exactly once, and each consumer sees
@@ -256,6 +329,7 @@ Test(lane, without_bulk_every_job_has_its_record)
 
 typedef struct conc {
     rp__lane lane;
+    bool mixed; /* tells pushed alone between the chains */
     _Atomic unsigned char seen[CONC_JOBS];
     _Atomic uint64_t got;
     bool order_ok[2];
@@ -301,12 +375,21 @@ static void *conc_producer(void *p)
         if (rp__lane_push_n(&c->lane, jobs, n, true) != n)
             return NULL; /* out of memory: the test fails on the count */
         base += n;
+        /* Tells: a thief may end a run on one without reading the tail,
+         * never on a chain's record. */
+        for (int t = 0; c->mixed && t < 5 && base < CONC_JOBS; t++, base++) {
+            rp__job tell = {.fn = fn_a, .arg = (void *)(uintptr_t)(base + 1)};
+
+            atomic_store(&tell.seq, base);
+            if (rp__lane_push_mp(&c->lane, &tell) != 0)
+                return NULL;
+        }
     }
     c->pushed_all = true;
     return NULL;
 }
 
-Test(lane, an_owner_and_a_thief_take_every_bulk_job_exactly_once_in_order, .timeout = 60)
+static void owner_and_thief(bool mixed)
 {
     conc *c = calloc(1, sizeof *c);
     pthread_t prod, thief;
@@ -315,6 +398,7 @@ Test(lane, an_owner_and_a_thief_take_every_bulk_job_exactly_once_in_order, .time
 
     cr_assert_not_null(c);
     c->order_ok[0] = c->order_ok[1] = true;
+    c->mixed = mixed;
     lane_up(&c->lane);
     cr_assert_eq(pthread_create(&prod, NULL, conc_producer, c), 0);
     cr_assert_eq(pthread_create(&thief, NULL, conc_thief, c), 0);
@@ -337,4 +421,15 @@ Test(lane, an_owner_and_a_thief_take_every_bulk_job_exactly_once_in_order, .time
     rp__lane_flush(&c->lane);
     lane_down(&c->lane);
     free(c);
+}
+
+Test(lane, an_owner_and_a_thief_take_every_bulk_job_exactly_once_in_order, .timeout = 60)
+{
+    owner_and_thief(false);
+}
+
+Test(lane, an_owner_and_a_thief_take_every_job_of_chains_and_tells_exactly_once_in_order,
+     .timeout = 60)
+{
+    owner_and_thief(true);
 }

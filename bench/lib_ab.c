@@ -107,13 +107,13 @@ typedef struct rec {
     _Alignas(64) unsigned char ran;
 } rec;
 
-/* What a round measured: its time, and what the routees did. */
 /* --push-hist: what one submit (a tell) took, in these buckets (ns). */
 #define HIST_BUCKETS 6
 static const int64_t hist_upper[HIST_BUCKETS - 1] = {100, 200, 400, 1000, 10000};
 static const char *const hist_label[HIST_BUCKETS] = {"< 100 ns", "100-200 ns", "200-400 ns",
                                                      "0.4-1 us", "1-10 us", ">= 10 us"};
 
+/* What a round measured: its time, and what the routees did. */
 typedef struct round_out {
     double ns, sleeps, stolen; /* per job, per 1,000 jobs, per 1,000 jobs */
     double hist[HIST_BUCKETS]; /* --push-hist: % of submitter 0's submits */
@@ -624,10 +624,6 @@ static bool first_with_label(int c, unsigned p, int side)
     return true;
 }
 
-/* Per case and thread layout, each side's rounds: how many, median ns and
- * stolen/1k.  The scheduler draws the layouts, but what the threads do
- * (sleeping, stealing) moves its draws: compare how often each side got
- * a layout as well as what a round cost in it. */
 /* --push-hist: per placement and case (tells only), the median over the
  * pairs of each bucket's share of submitter 0's submits, A then B. */
 static void print_push_hist(void)
@@ -642,17 +638,17 @@ static void print_push_hist(void)
     for (int b = 0; b < HIST_BUCKETS; b++)
         printf("---:|");
     printf("\n");
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
+        size_t k = 0;
+
+        for (unsigned p = 0; p < g.pairs; p++)
+            k += pair_on(p, kinds[i]);
+        if (!k)
+            continue;
         for (int c = 0; c < NCASES; c++) {
             if (!g.want[c] || c == C_BATCH)
                 continue;
             for (int side = 0; side < 2; side++) {
-                size_t k = 0;
-
-                for (unsigned p = 0; p < g.pairs; p++)
-                    k += pair_on(p, kinds[i]);
-                if (!k)
-                    continue;
                 printf("| %s | %s | %c | %zu |", kinds[i], case_key[c], 'A' + side, k);
                 for (int b = 0; b < HIST_BUCKETS; b++) {
                     size_t n = 0;
@@ -665,11 +661,16 @@ static void print_push_hist(void)
                 printf("\n");
             }
         }
+    }
     printf("\nWhat one rp_pool_submit() of submitter 0 took (%% of its submits; "
            "medians over the pairs): a push that waits for a cache line another CPU "
            "holds takes about one ping-pong, or two.\n");
 }
 
+/* Per case and thread layout, each side's rounds: how many, median ns and
+ * stolen/1k.  The scheduler draws the layouts, but what the threads do
+ * (sleeping, stealing) moves its draws: compare how often each side got
+ * a layout as well as what a round cost in it. */
 static void print_layouts(void)
 {
     static double ns[MAX_PAIRS], st[MAX_PAIRS];

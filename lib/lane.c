@@ -651,9 +651,9 @@ static bool continues_run(const rp__job *prev, const rp__job *next)
  * record, and as the tail only moves forward, stopping at the snapshot is
  * safe.  A thief whose first record ends_before_tail() reads the tail
  * only if its run gets to a record that does not (a batch's, or the
- * lane's last).  Records are taken whole: the first always (out holds a bulk), a
- * later one only when out still has room for all its jobs (k + its jobs
- * <= cap).  If the head CAS succeeds the head did not move during the
+ * lane's last).  Records are taken whole: the first always (out holds a
+ * bulk), a later one only when out still has room for all its jobs (k +
+ * its jobs <= cap).  If the head CAS succeeds the head did not move during the
  * walk, so every node walked was still queued, its links and job intact.
  * The old stub and every node of the run but the last become garbage
  * (garbage[0..*nrecs)); the last is the new stub.  Returns k, the jobs
@@ -665,7 +665,6 @@ static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, unsigned
     ck_fifo_mpmc_t *fifo = &lane->fifo;
     struct ck_fifo_mpmc_pointer head, tail, next, update;
     rp__lane_rec *rec, *ahead;
-    ck_fifo_mpmc_entry_t *first;
     unsigned k, r;
     bool blind; /* a thief that did not read the tail */
 
@@ -678,22 +677,20 @@ static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, unsigned
              * is only used when the head is the tail, never here. */
             tail.pointer = lane->seen_tail;
             tail.generation = NULL;
-        } else if (!owner && (first = ck_pr_load_ptr(&head.pointer->next.pointer)) != NULL &&
-                   ends_before_tail(rec_of(first))) {
+            next = load_tagged(&head.pointer->next);
+        } else if (!owner && (next = load_tagged(&head.pointer->next)).pointer != NULL &&
+                   ends_before_tail(rec_of(next.pointer))) {
             blind = true;
             tail.pointer = NULL;
             tail.generation = NULL;
         } else {
+            /* ck's order: the tail, then the head's next. */
             tail = load_tagged(&fifo->tail);
+            next = load_tagged(&head.pointer->next);
         }
-        next = load_tagged(&head.pointer->next);
 
         update.pointer = next.pointer;
-        if (blind) {
-            /* The head moved since the look: look again. */
-            if (next.pointer == NULL || !ends_before_tail(rec_of(next.pointer)))
-                continue;
-        } else if (head.pointer == tail.pointer) {
+        if (!blind && head.pointer == tail.pointer) {
             /* The head always points at a stub: nothing follows it, the
              * lane is empty; else the tail lags: forward it. */
             if (next.pointer == NULL) {

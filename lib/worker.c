@@ -364,14 +364,6 @@ static bool spin_for_work(rp_routee *r)
 }
 
 /*
- * A yield that came back within YIELD_ALONE_NS found no other thread that
- * wanted this CPU (a bare sched_yield() takes ~0.7 us on the development
- * VM; a yield that ran another thread takes that thread's time slice or
- * its run up to its own yield).
- */
-#define YIELD_ALONE_NS 3000
-
-/*
  * How long a routee alone on its CPU lets work gather before it looks
  * again (design.md, "Letting work gather").  A consumer that is caught
  * up with its producer on another CPU takes each job as soon as it is
@@ -424,7 +416,7 @@ static bool yield_for_work(rp_routee *r)
     t0 = rp__now_ns();
     sched_yield();
     t1 = rp__now_ns();
-    alone = t1 - t0 < YIELD_ALONE_NS;
+    alone = t1 - t0 < RP__YIELD_ALONE_NS;
     if (alone && r->streaming)
         gather_alone(r, t1);
     found = spin_found(r, 0);

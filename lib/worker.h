@@ -10,6 +10,12 @@
 
 #include "internal.h"
 
+/* A yield that came back within this many ns found no other thread that
+ * wanted the CPU (worker.c, yield_for_work; a bare sched_yield() takes
+ * ~0.7 us on the development VM; a yield that ran another thread takes
+ * that thread's time slice or its run up to its own yield). */
+#define RP__YIELD_ALONE_NS 3000
+
 /* A routee thread's start routine: p is its rp_routee (started by
  * rp_pool_create with pthread_create).  Returns NULL once the routee's
  * mailbox closed and it drained or handed back what it held. */

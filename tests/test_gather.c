@@ -27,8 +27,10 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "clock.h"
 #include "pool_record.h"
 #include "routee_record.h"
+#include "worker.h"
 
 TestSuite(gather, .fini = rp_leak_check);
 
@@ -68,14 +70,6 @@ static void warm_job(rp_job_ctx *ctx, void *arg)
             abort();
 }
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 int sched_yield(void)
 {
     int64_t t0;
@@ -83,7 +77,7 @@ int sched_yield(void)
 
     if (my_routee != 0 || atomic_load(&hook.left) <= 0)
         return (int)syscall(SYS_sched_yield);
-    t0 = mono_ns();
+    t0 = rp__now_ns();
     if (atomic_load(&hook.jobs_left) > 0) {
         atomic_fetch_sub(&hook.jobs_left, 1);
         if (rp_routee_tell(hook.routee0, count_job, NULL) != 0)
@@ -95,18 +89,16 @@ int sched_yield(void)
         nanosleep(&ts, NULL);
     }
     if (hook.n < MAX_HOOKED) {
-        hook.took_ns[hook.n] = mono_ns() - t0;
+        hook.took_ns[hook.n] = rp__now_ns() - t0;
         hook.queued[hook.n++] = queued;
     }
     atomic_fetch_sub(&hook.left, 1); /* last: the test reads it when done */
     return 0;
 }
 
-/* worker.c takes a yield that returns within 3 us (YIELD_ALONE_NS) for
- * one that ran no other thread; a quick hooked yield takes well under 1
- * us unless the machine preempted or interrupted routee 0 inside it. */
-#define YIELD_ALONE_NS 3000
-
+/* worker.c takes a yield that returns within RP__YIELD_ALONE_NS for one
+ * that ran no other thread; a quick hooked yield takes well under 1 us
+ * unless the machine preempted or interrupted routee 0 inside it. */
 /* The gathering waits the library must have made for the hooked yields
  * recorded, from how long each took: a wait at yield i needs yield i
  * quick and yield i - 1 quick with a job found after it. */
@@ -115,7 +107,7 @@ static int expected_gathers(void)
     int n = 0;
 
     for (int i = 1; i < hook.n; i++)
-        if (hook.took_ns[i] < YIELD_ALONE_NS && hook.took_ns[i - 1] < YIELD_ALONE_NS &&
+        if (hook.took_ns[i] < RP__YIELD_ALONE_NS && hook.took_ns[i - 1] < RP__YIELD_ALONE_NS &&
             hook.queued[i - 1])
             n++;
     return n;
@@ -151,6 +143,19 @@ static rp_pool *yielding_pool(void)
     return p;
 }
 
+/* Settle routee 0 before counting: run fn on it (a job that makes `jobs`
+ * jobs in all), wait until the pool is idle and the routee has gone to
+ * sleep (wait_idle() may return as it turns idle), then zero `ran`. */
+static void settle(rp_pool *p, rp_job_fn fn, int jobs)
+{
+    atomic_store(&ran, 0);
+    cr_assert_eq(rp_routee_tell(hook.routee0, fn, NULL), 0);
+    cr_assert_eq(rp_pool_wait_idle(p, 10000), 0);
+    cr_assert_eq(atomic_load(&ran), jobs);
+    sleep_ms(5);
+    atomic_store(&ran, 0);
+}
+
 /* Wait until routee 0 made every hooked yield and went to sleep. */
 static void await_hooked_yields(rp_pool *p)
 {
@@ -171,15 +176,10 @@ static uint64_t gathers_in_stream(int how, int streamed)
     rp_pool *p = yielding_pool();
     uint64_t before;
 
-    atomic_store(&ran, 0);
     /* Warm routee 0 up as a producer to its own lane, as the hook makes
      * it: the first push of a thread takes a producer index and
      * magazines, which under a sanitizer can outlast a quick yield. */
-    cr_assert_eq(rp_routee_tell(hook.routee0, warm_job, NULL), 0);
-    cr_assert_eq(rp_pool_wait_idle(p, 10000), 0);
-    cr_assert_eq(atomic_load(&ran), 1 + WARM_JOBS);
-    sleep_ms(5); /* wait_idle() may return as the routee turns idle */
-    atomic_store(&ran, 0);
+    settle(p, warm_job, 1 + WARM_JOBS);
     before = gathers_of_routee_0(p);
     hook.how = how;
     hook.n = 0;
@@ -238,12 +238,7 @@ Test(gather, routee_whose_quick_yields_found_nothing_does_not_wait, .timeout = 6
      * comes during that first (real) yield would count as a stream.  The
      * run of this one ends in a real yield that finds nothing, before
      * wait_idle() returns. */
-    atomic_store(&ran, 0);
-    cr_assert_eq(rp_routee_tell(hook.routee0, count_job, NULL), 0);
-    cr_assert_eq(rp_pool_wait_idle(p, 10000), 0);
-    cr_assert_eq(atomic_load(&ran), 1);
-    sleep_ms(5); /* wait_idle() may return as the routee turns idle */
-    atomic_store(&ran, 0);
+    settle(p, count_job, 1);
     hook.how = YIELD_QUICK;
     n = gathers_of_routee_0(p);
     for (int i = 0; i < 20; i++) {

@@ -248,12 +248,19 @@ Test(lane, without_bulk_every_job_has_its_record)
 }
 
 /* Tell i: argument i + 1, sequence i, pushed alone. */
+static rp__job tell_job(uint64_t i)
+{
+    rp__job tell = {.fn = fn_a, .arg = (void *)(uintptr_t)(i + 1)};
+
+    atomic_store(&tell.seq, i);
+    return tell;
+}
+
 static void push_tells(rp__lane *lane, uint64_t from, unsigned n)
 {
     for (unsigned i = 0; i < n; i++) {
-        rp__job tell = {.fn = fn_a, .arg = (void *)(uintptr_t)(from + i + 1)};
+        rp__job tell = tell_job(from + i);
 
-        atomic_store(&tell.seq, from + i);
         cr_assert_eq(rp__lane_push_mp(lane, &tell), 0);
     }
 }
@@ -378,9 +385,8 @@ static void *conc_producer(void *p)
         /* Tells: a thief may end a run on one without reading the tail,
          * never on a chain's record. */
         for (int t = 0; c->mixed && t < 5 && base < CONC_JOBS; t++, base++) {
-            rp__job tell = {.fn = fn_a, .arg = (void *)(uintptr_t)(base + 1)};
+            rp__job tell = tell_job(base);
 
-            atomic_store(&tell.seq, base);
             if (rp__lane_push_mp(&c->lane, &tell) != 0)
                 return NULL;
         }

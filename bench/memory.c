@@ -275,13 +275,24 @@ static const acase acases[] = {
     {"rp_pool_submit (round-robin), 128 routees", 128, 0},
 };
 
-/* One batch of b jobs of a case, then wait for all of them. */
+/* count_job under another name (see batch()). */
+static void count_job_too(rp_job_ctx *ctx, void *arg)
+{
+    count_job(ctx, arg);
+}
+
+/* One batch of b jobs of a case, then wait for all of them.  apart (the
+ * pool's routee count, or 0): round-robin submits alternate two functions
+ * per routee, so no two tells share a queue record (one thread's tells of
+ * one function to a routee fill a record while it waits: lib/lane.c,
+ * "Growing"), and the backlog takes a record per job, the most it can. */
 static void batch(rp_pool *pool, rp_router *rt, int kind, size_t b, _Atomic uint64_t *ran,
-                  rp_future **fut)
+                  rp_future **fut, unsigned apart)
 {
     for (size_t i = 0; i < b; i++) {
         uint64_t key = i;
-        int rc = kind == 0   ? rp_pool_submit(pool, count_job, (void *)ran)
+        rp_job_fn fn = apart && (i / apart) % 2 ? count_job_too : count_job;
+        int rc = kind == 0   ? rp_pool_submit(pool, fn, (void *)ran)
                  : kind == 1 ? rp_router_tell_key(rt, &key, sizeof key, count_job, (void *)ran)
                              : rp_router_ask(rt, reply_job, (void *)ran, 0, &fut[i]);
         if (rc < 0)
@@ -298,12 +309,12 @@ static void batch(rp_pool *pool, rp_router *rt, int kind, size_t b, _Atomic uint
         die_rp("rp_pool_wait_idle");
 }
 
-/* n jobs in batches of bsz (at most 2 * BATCH). */
+/* n jobs in batches of bsz (at most 2 * BATCH); apart: see batch(). */
 static void round_of(rp_pool *pool, rp_router *rt, int kind, uint64_t n, size_t bsz,
-                     _Atomic uint64_t *ran, rp_future **fut)
+                     _Atomic uint64_t *ran, rp_future **fut, unsigned apart)
 {
     for (uint64_t done = 0; done < n; done += bsz)
-        batch(pool, rt, kind, n - done < bsz ? (size_t)(n - done) : bsz, ran, fut);
+        batch(pool, rt, kind, n - done < bsz ? (size_t)(n - done) : bsz, ran, fut, apart);
 }
 
 /* What one case allocated in its measured round. */
@@ -329,13 +340,15 @@ static aresult allocs_case(const acase *c, uint64_t n)
         fprintf(stderr, "rp-bench-memory: out of memory\n");
         exit(1);
     }
-    /* Warm-up in batches twice as large: the freelists grow to a backlog
-     * the measured round (batches of BATCH) never exceeds, so what it
-     * allocates is per job, not growth to a new high-water mark. */
-    round_of(pool, rt, c->kind, n, 2 * BATCH, &ran, fut);
+    /* Warm-up in batches twice as large, each job in a record of its own
+     * (apart): the freelists grow to a backlog the measured round
+     * (batches of BATCH, however its tells share records) never exceeds,
+     * so what it allocates is per job, not growth to a new high-water
+     * mark. */
+    round_of(pool, rt, c->kind, n, 2 * BATCH, &ran, fut, c->routees);
     m0 = arena_bytes(pool);
     a0 = nmalloc_total();
-    round_of(pool, rt, c->kind, n, BATCH, &ran, fut);
+    round_of(pool, rt, c->kind, n, BATCH, &ran, fut, 0);
     res.allocs = nmalloc_total() - a0;
     res.arena_growth = arena_bytes(pool) - m0;
     rp_pool_destroy(pool);

@@ -79,6 +79,46 @@
  * taken into holds a bulk.  A job with a reply, a deadline or a trace
  * cannot be described by a bulk and gets a record of its own.
  *
+ * Growing.  A tell costs a record: at a far placement (~200 ns a line
+ * transfer) the consumer on the other CPU takes each record's line with a
+ * miss, and the producer's next write to a recycled record and its link
+ * CAS each take a line back.  So a producer thread's tells to one lane
+ * (rp__lane_push_mp with grow: a mailbox's stealable lane, unbounded) fill
+ * its last record as a bulk does, while nobody has taken that record yet:
+ * up to RP__LANE_BULK jobs, the others' arguments on the second line.  The
+ * record's state lives in the generation of its next pointer, which ck
+ * CASes as one 16-byte word with the pointer: bits 0-2 count ck's link
+ * (+1, once a life), bit 3 is the seal, bits 4-7 the jobs, bits 8-15 the
+ * producer index + 1 that may add to it (0: a record that does not grow,
+ * as ck's own enqueue leaves it).  A tell joins (try_grow) when the lane's
+ * tail has no successor, carries this thread's index, is not sealed or
+ * full, and the tell continues it (the same function, the next sequence
+ * number of the mailbox, so the jobs come out in the order a record of
+ * their own each would give them): it writes the argument into the next
+ * slot, then CASes the generation's job count up.  Only the record's
+ * producer adds to it, so no two writers race for a slot, and no other
+ * thread pushes a record with its tag, so a CAS that succeeds found the
+ * same life of the record it read.  A consumer that takes a growing record
+ * with no successor seals it first (grown_jobs: a CAS setting bit 3), and
+ * then reads the count: an addition either came before the seal and is
+ * taken, or fails and starts a record of its own - never added to a
+ * record already taken (which stays the queue's stub, and whose later
+ * jobs would never run).  A linked record cannot grow (the CAS expects a
+ * NULL pointer), so its count is final without a seal.  What a tell costs
+ * when its record grows: one CAS on a line the producer holds, no record,
+ * no tail CAS, no new line for the consumer; when the consumer is caught
+ * up it seals every record it takes, an RMW where it read before.  Only
+ * plain tells grow (no reply, deadline, trace or sample: they need the
+ * record's second line), and never in a bounded mailbox's lanes (an
+ * evicting producer pops one job at a time).  A consumer that keeps up
+ * would seal every record with a job or two: a routee in a stream lets a
+ * young record grow before it takes it (worker.c, let_young_grow;
+ * rp__lane_young).  A thief takes records whole, so a steal of half a
+ * short queue may take a whole grown record, and gives back what it
+ * took beyond its share (steal.c, rp__mailbox_requeue).  Measured:
+ * design.md, "Growing records"; perf-history.md, "2026-12-06, fourth
+ * session".
+ *
  * The tail line.  A Michael-Scott dequeue reads the tail to tell an empty
  * queue from one whose tail lags, and a producer's next push must then
  * take that line back: one transfer per job between the CPUs even when
@@ -394,19 +434,6 @@ static void fill(rp__lane_rec *rec, const rp__job *job)
     rp__tsan_release(rec);
 }
 
-int rp__lane_push_mp(rp__lane *lane, const rp__job *job)
-{
-    rp__lane_rec *rec;
-
-    if (get_recs(lane, &rec, 1) == 0)
-        return RP_ENOMEM;
-    fill(rec, job);
-    rp__tsan_ignore_begin();
-    ck_fifo_mpmc_enqueue(&lane->fifo, &rec->fifo, NULL); /* no chain: no hint */
-    rp__tsan_ignore_end();
-    return 0;
-}
-
 /* A generation-tagged pointer of ck's queue, read as ck reads it: the
  * generation first, then (after a load fence) the pointer. */
 static struct ck_fifo_mpmc_pointer load_tagged(struct ck_fifo_mpmc_pointer *p)
@@ -417,6 +444,102 @@ static struct ck_fifo_mpmc_pointer load_tagged(struct ck_fifo_mpmc_pointer *p)
     ck_pr_fence_load();
     v.pointer = ck_pr_load_ptr(&p->pointer);
     return v;
+}
+
+static void enqueue_chain(ck_fifo_mpmc_t *fifo, ck_fifo_mpmc_entry_t *first,
+                          ck_fifo_mpmc_entry_t *last);
+
+/* A growing record's next generation ("Growing", at the top): bits 0-2
+ * count ck's link (+1, once a life), then the seal, the jobs, the
+ * producer index + 1 that may add to it. */
+#define GROW_SEALED ((uintptr_t)8)
+#define GROW_ONE ((uintptr_t)16)
+#define GROW_JOBS(g) ((unsigned)((g) >> 4) & 0xfu)
+#define GROW_MAKER(g) ((uintptr_t)((g) >> 8) & 0xffu)
+#define GROW_TAG(maker) ((uintptr_t)(maker) << 8 | GROW_ONE)
+_Static_assert(RP__LANE_BULK < 16 && RP__PRODUCERS < 255, "a growing record's tag");
+
+/* Whether a tell may grow a record or begin one that grows: nothing but
+ * its function, argument and sequence. */
+static bool growable(const rp__job *job)
+{
+    return job->flags == 0 && !job->reply.ops && !job->reply.deadline_ns && !job->submit_tid &&
+           !job->enq_ns;
+}
+
+/* Add job to the lane's last record when maker pushed it, it grows, is
+ * not sealed or full, and job continues it (same function, the next
+ * sequence number); one CAS of the record's next, which fails when a
+ * consumer sealed it or a push linked after it.  Runs inside an ignore
+ * region. */
+static bool try_grow(rp__lane *lane, const rp__job *job, uintptr_t maker)
+{
+    uint64_t seq = atomic_load_explicit(&job->seq, memory_order_relaxed);
+    struct ck_fifo_mpmc_pointer tail, next, update;
+
+    for (;;) {
+        rp__lane_rec *last;
+        uintptr_t g;
+        unsigned c;
+
+        tail = load_tagged(&lane->fifo.tail);
+        next = load_tagged(&tail.pointer->next);
+        g = (uintptr_t)next.generation;
+        c = GROW_JOBS(g);
+        if (next.pointer || (g & GROW_SEALED) || GROW_MAKER(g) != maker || c == 0 ||
+            c >= RP__LANE_BULK)
+            return false;
+        /* The same life as g: only maker (this thread) pushes a record
+         * with its tag, so if the CAS below succeeds, last was not
+         * taken, recycled or pushed again since g was read. */
+        last = rec_of(tail.pointer);
+        if (last->fn != job->fn ||
+            atomic_load_explicit(&last->seq, memory_order_relaxed) + c != seq)
+            return false;
+        ck_pr_store_ptr(&last->more[c - 1], job->arg);
+        /* The consumer that takes the job acquires rec (dequeue_run): the
+         * producer's writes before this push happen before the job. */
+        rp__tsan_release(last);
+        ck_pr_fence_store_atomic();
+        update.pointer = NULL;
+        update.generation = (char *)(g + GROW_ONE);
+        if (ck_pr_cas_ptr_2(&tail.pointer->next, &next, &update))
+            return true;
+    }
+}
+
+int rp__lane_push_mp(rp__lane *lane, const rp__job *job, bool grow)
+{
+    rp__lane_rec *rec;
+    rp__job grows;
+    int p = -1;
+
+    if (grow && growable(job) && (p = rp__producer_index()) >= 0) {
+        bool grew;
+
+        rp__tsan_ignore_begin();
+        grew = try_grow(lane, job, (uintptr_t)p + 1);
+        rp__tsan_ignore_end();
+        if (grew)
+            return 0;
+        grows = *job;
+        grows.flags |= RP__JOB_GROWS;
+        job = &grows;
+    } else
+        p = -1;
+    if (get_recs(lane, &rec, 1) == 0)
+        return RP_ENOMEM;
+    fill(rec, job);
+    rp__tsan_ignore_begin();
+    if (p >= 0) {
+        rec->fifo.value = NULL;
+        rec->fifo.next.pointer = NULL;
+        rec->fifo.next.generation = (char *)GROW_TAG((uintptr_t)p + 1);
+        enqueue_chain(&lane->fifo, &rec->fifo, &rec->fifo);
+    } else
+        ck_fifo_mpmc_enqueue(&lane->fifo, &rec->fifo, NULL); /* no chain: no hint */
+    rp__tsan_ignore_end();
+    return 0;
 }
 
 /*
@@ -610,6 +733,67 @@ static void copy_out(rp__job *out, const rp__lane_rec *rec)
     }
 }
 
+/* A growing record's jobs, final from here on: sealed by us when nothing
+ * follows it and nobody sealed it yet, else as its link or seal left
+ * it.  The generation read again after the pointer tells a consistent
+ * pair (every change raises it).  Bounded: a record grows at most
+ * RP__LANE_BULK - 1 times.  Inside dequeue_run's ignore region. */
+static unsigned grown_jobs(rp__lane_rec *rec)
+{
+    struct ck_fifo_mpmc_pointer next, sealed;
+    uintptr_t g;
+    unsigned c;
+
+    for (;;) {
+        next = load_tagged(&rec->fifo.next);
+        ck_pr_fence_load();
+        if (ck_pr_load_ptr(&rec->fifo.next.generation) != next.generation)
+            continue;
+        g = (uintptr_t)next.generation;
+        if (next.pointer || (g & GROW_SEALED))
+            break;
+        sealed.pointer = NULL;
+        sealed.generation = (char *)(g | GROW_SEALED);
+        if (ck_pr_cas_ptr_2(&rec->fifo.next, &next, &sealed))
+            break;
+    }
+    /* The arguments after the count that covers them. */
+    ck_pr_fence_atomic_load();
+    ck_pr_fence_load();
+    c = GROW_JOBS(g);
+    return c < 1 ? 1 : c > RP__LANE_BULK ? RP__LANE_BULK : c;
+}
+
+/* The jobs of a growing record into out[0..n): the first is already there
+ * (copy_out), the others differ in argument and sequence. */
+static void copy_grown(rp__job *out, const rp__lane_rec *rec, unsigned n)
+{
+    uint64_t seq = atomic_load_explicit(&out[0].seq, memory_order_relaxed);
+
+    out[0].flags &= ~RP__JOB_GROWS;
+    for (unsigned i = 1; i < n; i++) {
+        out[i] = (rp__job){.fn = out[0].fn, .arg = ck_pr_load_ptr(&rec->more[i - 1]),
+                           .flags = out[0].flags};
+        atomic_store_explicit(&out[i].seq, seq + i, memory_order_relaxed);
+    }
+}
+
+/* How many jobs rec carries (flags: its flags, read racily), sealing it
+ * when it grows. */
+static unsigned jobs_of(rp__lane_rec *rec, uint32_t flags)
+{
+    return (flags & RP__JOB_GROWS) ? grown_jobs(rec) : jobs_in(flags);
+}
+
+/* A record's other jobs after copy_out() put its first in out[0]. */
+static void copy_rest(rp__job *out, const rp__lane_rec *rec, unsigned n)
+{
+    if (out[0].flags & RP__JOB_GROWS)
+        copy_grown(out, rec, n);
+    else if (n > 1)
+        copy_bulk(out, rec, n);
+}
+
 /* The chain's prefetch hint a record carries (fifo.value), or NULL. */
 static rp__lane_rec *ahead_of(rp__lane_rec *rec)
 {
@@ -710,8 +894,8 @@ static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, unsigned
         ck_pr_fence_load();
         copy_out(&out[0], rec);
         /* The first record is taken whole, whatever max says. */
-        if ((k = jobs_in(out[0].flags)) > 1)
-            copy_bulk(out, rec, k);
+        k = jobs_of(rec, out[0].flags);
+        copy_rest(out, rec, k);
         ahead = ahead_of(rec);
         for (r = 1; k < max && &rec->fifo != tail.pointer; r++) {
             ck_fifo_mpmc_entry_t *n = ck_pr_load_ptr(&rec->fifo.next.pointer);
@@ -734,11 +918,10 @@ static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, unsigned
                     break;
             }
             /* Whole records only: one that does not fit stays queued. */
-            if (k + (c = jobs_in(ck_pr_load_32(&nrec->flags))) > cap)
+            if (k + (c = jobs_of(nrec, ck_pr_load_32(&nrec->flags))) > cap)
                 break;
             copy_out(&out[k], nrec);
-            if (c > 1)
-                copy_bulk(&out[k], nrec, c);
+            copy_rest(&out[k], nrec, c);
             if (owner && !continues_run(&out[k - 1], &out[k]))
                 break;
             /* Later records of the chain: their lines on their way (both:
@@ -910,6 +1093,22 @@ int rp__lane_empty(rp__lane *lane)
     ck_fifo_mpmc_entry_t *head = ck_pr_load_ptr(&lane->fifo.head.pointer);
 
     return ck_pr_load_ptr(&head->next.pointer) == NULL;
+}
+
+unsigned rp__lane_young(rp__lane *lane)
+{
+    /* Racy reads of type-stable records, like rp__lane_empty's. */
+    ck_fifo_mpmc_entry_t *head = ck_pr_load_ptr(&lane->fifo.head.pointer);
+    ck_fifo_mpmc_entry_t *first = ck_pr_load_ptr(&head->next.pointer);
+    uintptr_t g;
+
+    if (!first || !(ck_pr_load_32(&rec_of(first)->flags) & RP__JOB_GROWS))
+        return 0;
+    g = (uintptr_t)ck_pr_load_ptr(&first->next.generation);
+    if (ck_pr_load_ptr(&first->next.pointer) != NULL || (g & GROW_SEALED) ||
+        GROW_JOBS(g) >= RP__LANE_BULK)
+        return 0;
+    return GROW_JOBS(g);
 }
 
 /* ---- Trimming (see the top) ---- */

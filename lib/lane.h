@@ -38,6 +38,7 @@
 #define RP__JOB_BATCH 4u   /* queued by rp__mailbox_push_batch_mp */
 #define RP__JOB_COLD 8u    /* in a record: its second line (reply, stamp) is set */
 #define RP__JOB_BULK 16u   /* in a record: it carries a bulk of batch jobs (below) */
+#define RP__JOB_GROWS 32u  /* in a record: tells its producer may add (lane.c, "Growing") */
 
 /* Most batch jobs one record carries (a bulk: one function, consecutive
  * sequence numbers, the arguments in the record's two lines; lane.c,
@@ -175,9 +176,12 @@ static inline void rp__lane_check_owner(rp__lane *lane, const char *fn)
 
 int rp__lane_init(rp__lane *lane, const rp__arena *arena);
 void rp__lane_destroy(rp__lane *lane);
-/* Append a copy of *job.  0, or RP_ENOMEM when no record could be
- * allocated. */
-int rp__lane_push_mp(rp__lane *lane, const rp__job *job);
+/* Append a copy of *job.  grow: the lane is one only the owner's runs
+ * and thieves take from (never rp__lane_pop_mc() or rp__lane_pop_owner()),
+ * so a tell may join the record its own producer pushed last while that
+ * record is still the lane's last and untaken (lane.c, "Growing").  0, or
+ * RP_ENOMEM when no record could be allocated. */
+int rp__lane_push_mp(rp__lane *lane, const rp__job *job, bool grow);
 /* Append copies of jobs[0..n), in order, with one link of the queue (the
  * records are chained first).  bulk: consecutive batch jobs of one
  * function with no reply, deadline or trace share records, up to
@@ -229,5 +233,9 @@ size_t rp__lane_records(const rp__lane *lane);
 uint64_t rp__lane_peek_seq(rp__lane *lane);
 /* True when the lane holds no job (a hint under concurrency). */
 int rp__lane_empty(rp__lane *lane);
+/* The jobs of the lane's only record while it can still grow (lane.c,
+ * "Growing": not sealed, not full, nothing after it), else 0.  A hint
+ * under concurrency. */
+unsigned rp__lane_young(rp__lane *lane);
 
 #endif /* RP_LANE_H */

@@ -189,7 +189,7 @@ static int enqueue(rp__mailbox *mb, rp__job *job)
     int64_t now = 0;
 
     stamp(mb, job, atomic_fetch_add_explicit(&mb->enqueued, 1, memory_order_relaxed), -1, &now);
-    if (RP_UNLIKELY(rp__lane_push_mp(lane, job) < 0)) {
+    if (RP_UNLIKELY(rp__lane_push_mp(lane, job, lane == &mb->stealable && mb->capacity == 0) < 0)) {
         /* Not counted as enqueued: take the count back. */
         atomic_fetch_sub_explicit(&mb->enqueued, 1, memory_order_relaxed);
         unreserve(mb, 1);
@@ -435,6 +435,18 @@ unsigned rp__mailbox_steal(rp__mailbox *mb, rp__job *out, unsigned max)
     /* A closing owner may be waiting for depth to reach 0. */
     rp__event_signal(&mb->ev);
     return got;
+}
+
+unsigned rp__mailbox_requeue(rp__mailbox *mb, const rp__job *jobs, unsigned n)
+{
+    size_t put;
+
+    RP__ASSERT_OWNER(&mb->stealable);
+    rp__mailbox_reserve(mb, n);
+    put = rp__lane_push_n(&mb->stealable, jobs, n, false);
+    if (put < n)
+        rp__mailbox_release(mb, (int64_t)(n - put));
+    return (unsigned)put;
 }
 
 void rp__mailbox_count_skipped(rp__mailbox *mb, int reason)

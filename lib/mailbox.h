@@ -115,6 +115,13 @@ void rp__mailbox_hand_back(rp__mailbox *mb, const rp__job *job, int reason);
 /* Thief: take up to max of the oldest stealable jobs (never pinned ones)
  * into out[0..), releasing their slots.  Returns how many. */
 unsigned rp__mailbox_steal(rp__mailbox *mb, rp__job *out, unsigned max);
+/* The owner, after a steal: queue jobs[0..n) - what a whole record
+ * brought beyond the thief's share - on its own stealable lane, where
+ * other thieves may take them back, in slots of its own (reserved here,
+ * for any capacity: the jobs were accepted already).  They keep their
+ * sequence numbers and flags.  Returns how many were queued: fewer only
+ * when records ran out (the rest stay the caller's). */
+unsigned rp__mailbox_requeue(rp__mailbox *mb, const rp__job *jobs, unsigned n);
 
 static inline bool rp__mailbox_has_stealable(rp__mailbox *mb)
 {
@@ -174,6 +181,13 @@ static inline void rp__mailbox_release_owner(rp__mailbox *mb, int64_t n)
 static inline bool rp__mailbox_empty(rp__mailbox *mb)
 {
     return rp__lane_empty(&mb->pinned) && rp__lane_empty(&mb->stealable);
+}
+
+/* When all the mailbox holds is one record of tells still growing, its
+ * jobs (rp__lane_young), else 0.  A hint. */
+static inline unsigned rp__mailbox_young(rp__mailbox *mb)
+{
+    return rp__lane_empty(&mb->pinned) ? rp__lane_young(&mb->stealable) : 0;
 }
 
 #endif /* RP_MAILBOX_H */

@@ -204,7 +204,7 @@ bool rp__steal_batch(rp_routee *r, bool *searching, rp__job *out)
 {
     int64_t depth;
     rp_routee *victim = pick_victim(r, &depth);
-    unsigned want, got;
+    unsigned want, got, requeued = 0;
 
     if (!victim)
         return false;
@@ -213,6 +213,14 @@ bool rp__steal_batch(rp_routee *r, bool *searching, rp__job *out)
     if (!(got = rp__mailbox_steal(&victim->mb, r->stolen, want)))
         return false;
     rp__owner_add(&r->stole, got);
+    /* A whole record of tells brought more than our share (a grown one:
+     * lane.c, "Growing"): the rest goes on our own stealable lane, where
+     * the victim, once free, takes it back, instead of waiting behind us
+     * in the private batch (bulks of a batch stay whole: their submitter
+     * asked for them together). */
+    if (got > want && !(r->stolen[want].flags & RP__JOB_BATCH) &&
+        (requeued = rp__mailbox_requeue(&r->mb, &r->stolen[want], got - want)) != 0)
+        got -= requeued;
     RP_PROBE4(steal, r->pool->name, r->index, victim->index, got);
     if (RP_UNLIKELY(atomic_load_explicit(&r->pool->trace_sample, memory_order_acquire)) &&
         atomic_load_explicit(&r->pool->trace_steals, memory_order_relaxed) && r->pool->rings) {
@@ -224,9 +232,10 @@ bool rp__steal_batch(rp_routee *r, bool *searching, rp__job *out)
         rp__mailbox_reserve(&r->mb, got - 1);
     r->stolen_next = 1;
     r->stolen_count = got;
-    /* More work waits behind the victim: hand the search on. */
+    /* More work waits behind the victim (or in our requeued share):
+     * hand the search on. */
     rp__steal_stop_searching(r->pool, searching);
-    if (worth_stealing(victim, -1) && any_idle(r->pool))
+    if ((worth_stealing(victim, -1) || requeued) && any_idle(r->pool))
         wake_thief(r->pool);
     return true;
 }

@@ -6,7 +6,11 @@
  * faster than the routee runs them, and at its next idle transition the
  * routee lets work gather before it looks again (lib/worker.c,
  * gather_alone; design.md, "Letting work gather").  A yield that ran
- * another thread, or that found nothing, starts no such wait.
+ * another thread, or that found nothing, starts no such wait.  Tells
+ * submitted (stealable) grow a record while it waits (lib/lane.c,
+ * "Growing"): in a stream, a routee that finds only such a young record
+ * waits once before it takes it, and a wait in which the record did not
+ * grow ends the stream (worker.c, let_young_grow).
  *
  * Deterministic: linked with the static library, this program defines
  * sched_yield() itself, so the library's yields come here.  For routee 0
@@ -48,6 +52,13 @@ static struct {
     int n;
     int64_t took_ns[MAX_HOOKED];
     bool queued[MAX_HOOKED];
+    /* Submit the hook's jobs to the pool (routed to routee 0, stealable:
+     * they grow records) instead of telling routee 0 (pinned). */
+    rp_pool *submit_to;
+    /* Whether routee 0 was in a stream when it yielded (its previous
+     * yield came back at once, as the library timed it, and found work,
+     * and no wait since ended the stream). */
+    bool streaming[MAX_HOOKED];
 } hook;
 static _Thread_local int my_routee = -1;
 static atomic_int ran;
@@ -59,14 +70,18 @@ static void count_job(rp_job_ctx *ctx, void *arg)
     atomic_fetch_add(&ran, 1);
 }
 
-/* Routee 0 queues jobs on itself, as the hook will. */
+/* Routee 0 queues jobs on itself, as the hook will (told, or submitted
+ * to a pool that routes every job to it). */
 #define WARM_JOBS 100
 static void warm_job(rp_job_ctx *ctx, void *arg)
 {
+    rp_pool *pool = rp_job_pool(ctx);
+
     (void)arg;
     atomic_fetch_add(&ran, 1);
     for (int i = 0; i < WARM_JOBS; i++)
-        if (rp_routee_tell(rp_pool_routee(rp_job_pool(ctx), 0), count_job, NULL) != 0)
+        if ((hook.submit_to ? rp_pool_submit(pool, count_job, NULL)
+                            : rp_routee_tell(rp_pool_routee(pool, 0), count_job, NULL)) != 0)
             abort();
 }
 
@@ -78,9 +93,12 @@ int sched_yield(void)
     if (my_routee != 0 || atomic_load(&hook.left) <= 0)
         return (int)syscall(SYS_sched_yield);
     t0 = rp__now_ns();
+    if (hook.n < MAX_HOOKED)
+        hook.streaming[hook.n] = hook.routee0->streaming; /* this thread's own */
     if (atomic_load(&hook.jobs_left) > 0) {
         atomic_fetch_sub(&hook.jobs_left, 1);
-        if (rp_routee_tell(hook.routee0, count_job, NULL) != 0)
+        if ((hook.submit_to ? rp_pool_submit(hook.submit_to, count_job, NULL)
+                            : rp_routee_tell(hook.routee0, count_job, NULL)) != 0)
             abort(); /* refused: the counts would not add up */
         queued = true;
     }
@@ -113,6 +131,22 @@ static int expected_gathers(void)
     return n;
 }
 
+/* The waits routee 0 must have made for young records (worker.c,
+ * let_young_grow) in a stream of submitted tells: after each yield that
+ * came back at once and queued a job, the routee finds that job alone in
+ * a young record and waits once before it takes it; nothing joins the
+ * record during the wait (the test queues jobs only inside yields), so
+ * the wait ends the stream, and the next yield starts no wait of its
+ * own. */
+static int expected_young_waits(void)
+{
+    int n = 0;
+
+    for (int i = 0; i < hook.n; i++)
+        n += hook.took_ns[i] < RP__YIELD_ALONE_NS && hook.queued[i];
+    return n;
+}
+
 static void on_start(rp_pool *pool, int index, void *user)
 {
     (void)pool;
@@ -125,9 +159,19 @@ static uint64_t gathers_of_routee_0(rp_pool *p)
     return atomic_load(&p->routees[0].gathers);
 }
 
+/* Every job to routee 0. */
+static int to_zero(void *user, rp_route_state *st, rp_routee *const *routees, size_t n,
+                   size_t *out)
+{
+    (void)user, (void)st, (void)routees, (void)n;
+    out[0] = 0;
+    return 1;
+}
+
 /* A pool whose routees have no CPU to spare (as many as the CPUs, at
- * least 2): the automatic idle policy yields once before sleeping. */
-static rp_pool *yielding_pool(void)
+ * least 2): the automatic idle policy yields once before sleeping.
+ * zero: every submit goes to routee 0, and nobody steals. */
+static rp_pool *yielding_pool_routed(bool zero)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     rp_pool_options o;
@@ -136,11 +180,22 @@ static rp_pool *yielding_pool(void)
     rp_pool_options_init(&o);
     o.routees = cpus > 2 ? (unsigned)cpus : 2;
     o.on_thread_start = on_start;
+    if (zero) {
+        o.strategy = rp_strategy_custom(to_zero, NULL);
+        o.steal = false;
+        o.metrics = false; /* a sampled job would start a record of its own */
+    }
     cr_assert_eq(rp_pool_create(&p, &o), 0, "%s", rp_errmsg());
     cr_assert(p->idle_yield, "the automatic policy yields with %u routees on %ld CPUs",
               p->n, cpus);
     hook.routee0 = rp_pool_routee(p, 0);
+    hook.submit_to = zero ? p : NULL;
     return p;
+}
+
+static rp_pool *yielding_pool(void)
+{
+    return yielding_pool_routed(false);
 }
 
 /* Settle routee 0 before counting: run fn on it (a job that makes `jobs`
@@ -171,9 +226,9 @@ static void await_hooked_yields(rp_pool *p)
  * `how`, each queueing a job (a producer that keeps up a stream), and one
  * more that queues none.  Returns the gathering waits routee 0 made,
  * after checking every job ran exactly once. */
-static uint64_t gathers_in_stream(int how, int streamed)
+static uint64_t gathers_in_stream_routed(int how, int streamed, bool zero)
 {
-    rp_pool *p = yielding_pool();
+    rp_pool *p = yielding_pool_routed(zero);
     uint64_t before;
 
     /* Warm routee 0 up as a producer to its own lane, as the hook makes
@@ -191,6 +246,47 @@ static uint64_t gathers_in_stream(int how, int streamed)
     before = gathers_of_routee_0(p) - before;
     rp_pool_destroy(p);
     return before;
+}
+
+static uint64_t gathers_in_stream(int how, int streamed)
+{
+    return gathers_in_stream_routed(how, streamed, false);
+}
+
+/* Tells submitted (stealable) grow a record while nobody took it (lib/
+ * lane.c, "Growing"): in a stream, routee 0 finds the job its last
+ * yield queued alone in a young record and waits once before taking it;
+ * a wait in which the record did not grow ends the stream, so the next
+ * yield waits no more (a producer that stopped costs one wait, never a
+ * spin). */
+Test(gather, routee_in_a_stream_lets_a_young_record_grow_once_before_taking_it, .timeout = 60)
+{
+    for (int tries = 1;; tries++) {
+        uint64_t n = gathers_in_stream_routed(YIELD_QUICK, 20, true);
+        int want = expected_young_waits();
+
+        if (n != (uint64_t)want && tries < 5)
+            continue; /* a preempted yield: see the test below */
+        cr_assert_eq(n, (uint64_t)want, "%llu waits in a stream of 20 submitted tells (%d "
+                     "expected: one per quick yield that queued one)",
+                     (unsigned long long)n, want);
+        for (int i = 1; i < hook.n; i++)
+            cr_assert_not(hook.streaming[i], "yield %d: still streaming after a wait in which "
+                          "the record did not grow", i);
+        cr_assert_geq(want, 10, "only %d of the 21 yields could start a wait: the machine "
+                      "preempted the test too often to show anything", want);
+        return;
+    }
+}
+
+/* Not alone (slow yields: another thread ran): no wait, young or not. */
+Test(gather, routee_whose_yields_ran_another_thread_takes_a_young_record_at_once,
+     .timeout = 60)
+{
+    uint64_t n = gathers_in_stream_routed(YIELD_SLOW, 20, true);
+
+    cr_assert_eq(n, 0, "%llu waits after 20 slow yields (another thread ran)",
+                 (unsigned long long)n);
 }
 
 Test(gather, routee_whose_quick_yields_keep_finding_work_lets_work_gather, .timeout = 60)

@@ -261,7 +261,7 @@ static void push_tells(rp__lane *lane, uint64_t from, unsigned n)
     for (unsigned i = 0; i < n; i++) {
         rp__job tell = tell_job(from + i);
 
-        cr_assert_eq(rp__lane_push_mp(lane, &tell), 0);
+        cr_assert_eq(rp__lane_push_mp(lane, &tell, false), 0);
     }
 }
 
@@ -387,7 +387,7 @@ static void *conc_producer(void *p)
         for (int t = 0; c->mixed && t < 5 && base < CONC_JOBS; t++, base++) {
             rp__job tell = tell_job(base);
 
-            if (rp__lane_push_mp(&c->lane, &tell) != 0)
+            if (rp__lane_push_mp(&c->lane, &tell, false) != 0)
                 return NULL;
         }
     }

@@ -40,12 +40,12 @@ Test(owner, the_owner_and_thieves_use_a_lane_without_abort)
     void *stolen;
 
     lane_up(&lane);
-    cr_assert_eq(rp__lane_push_mp(&lane, &job), 0);
-    cr_assert_eq(rp__lane_push_mp(&lane, &job), 0);
+    cr_assert_eq(rp__lane_push_mp(&lane, &job, false), 0);
+    cr_assert_eq(rp__lane_push_mp(&lane, &job, false), 0);
     cr_assert(rp__lane_pop_owner(&lane, &out[0]));
     cr_assert_eq(rp__lane_pop_owner_run(&lane, out, 2), 1);
     rp__lane_flush(&lane);
-    cr_assert_eq(rp__lane_push_mp(&lane, &job), 0);
+    cr_assert_eq(rp__lane_push_mp(&lane, &job, false), 0);
     cr_assert_eq(pthread_create(&th, NULL, steal_one, &lane), 0);
     cr_assert_eq(pthread_join(th, &stolen), 0);
     cr_assert_eq((uintptr_t)stolen, 1);

@@ -39,6 +39,14 @@ static void count_job(rp_job_ctx *ctx, void *arg)
     atomic_fetch_add(&ran, 1);
 }
 
+/* count_job under another name: tells of alternating functions never
+ * share a record (lib/lane.c, "Growing"), so a steal's size is counted
+ * in jobs, as the policy states it. */
+static void count_job_too(rp_job_ctx *ctx, void *arg)
+{
+    count_job(ctx, arg);
+}
+
 static int to_zero(void *user, rp_route_state *st, rp_routee *const *routees, size_t n,
                    size_t *out)
 {
@@ -63,6 +71,7 @@ static rp_pool *blocked_pool_on(const int *cpus, size_t ncpus)
     o.steal = true;
     o.idle_spin_us = 0; /* sleep at once */
     o.strategy = rp_strategy_custom(to_zero, NULL);
+    o.metrics = false; /* no sampled job: tells of one function share records */
     o.cpus = cpus;
     o.ncpus = ncpus;
     cr_assert_eq(rp_pool_create(&pool, &o), 0, "%s", rp_errmsg());
@@ -170,7 +179,7 @@ Test(thief, a_routee_not_running_on_the_thiefs_cpu_keeps_its_queue)
     atomic_store(&r0->running, 0);
     atomic_store(&r0->cpu, c);
     for (int i = 0; i < 3; i++)
-        cr_assert_eq(rp_pool_submit(pool, count_job, NULL), 0);
+        cr_assert_eq(rp_pool_submit(pool, i % 2 ? count_job_too : count_job, NULL), 0);
     sleep_ms(100);
     cr_assert_eq(atomic_load(&ran), 0,
                  "the thief stole from a routee between jobs on its own CPU");
@@ -178,10 +187,69 @@ Test(thief, a_routee_not_running_on_the_thiefs_cpu_keeps_its_queue)
      * 4 jobs, then half of the 2 left, and the last one stays (an idle
      * routee's single job is its own). */
     atomic_store(&r0->cpu, c + 1);
-    cr_assert_eq(rp_pool_submit(pool, count_job, NULL), 0);
+    cr_assert_eq(rp_pool_submit(pool, count_job_too, NULL), 0);
     cr_assert(wait_atomic_ge(&ran, 3, 2000), "only %d of 3 stolen", atomic_load(&ran));
     sleep_ms(50);
     cr_assert_eq(atomic_load(&ran_on_1), 3);
     cr_assert_eq(atomic_load(&ran), 3);
     finish(pool, 4);
+}
+
+/* A job that counts where it ran and, given a gate, waits in it. */
+static atomic_int ran_on_0;
+static void share_job(rp_job_ctx *ctx, void *arg)
+{
+    if (rp_job_routee(ctx) == 0)
+        atomic_fetch_add(&ran_on_0, 1);
+    else
+        atomic_fetch_add(&ran_on_1, 1);
+    atomic_fetch_add(&ran, 1);
+    if (arg)
+        gate_pass(arg);
+}
+
+/*
+ * rp__steal_batch: a steal whose record holds more than the thief's share
+ * (tells of one producer grown into one record: lib/lane.c, "Growing")
+ * queues the rest on the thief's own stealable lane, where the victim,
+ * once free, takes it back - rather than leaving it in the thief's
+ * private batch behind the job the thief runs.  Four tells grow one
+ * record on routee 0 (blocked); the thief's share of a depth of 4 is 2:
+ * it runs the first (which blocks in a second gate) and keeps one, and
+ * routee 0, freed, runs the other two while the thief is still blocked.
+ */
+Test(thief, a_thief_requeues_what_a_whole_record_brought_beyond_its_share)
+{
+    rp_pool *pool = blocked_pool();
+    gate g2;
+
+    gate_init(&g2);
+    atomic_store(&ran_on_0, 0);
+    /* No thief is woken while the record grows (a search was taken just
+     * now), then the fourth tell wakes one. */
+    atomic_store(&pool->searching, unwoken_search(rp__now_ns() + 60 * 1000000000LL));
+    cr_assert_eq(rp_pool_submit(pool, share_job, &g2), 0);
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(rp_pool_submit(pool, share_job, NULL), 0);
+    sleep_ms(50);
+    cr_assert_eq(atomic_load(&ran), 0, "a thief was woken during the search");
+    atomic_store(&pool->searching, 0);
+    cr_assert_eq(rp_pool_submit(pool, share_job, NULL), 0);
+    cr_assert(gate_wait_entered(&g2, 1, 5000), "the thief never ran the first tell");
+    /* Routee 0 is freed: it takes the thief's requeued two. */
+    gate_open(&g);
+    for (int i = 0; i < 5000 && atomic_load(&ran_on_0) < 2; i++)
+        sleep_ms(1);
+    sleep_ms(20);
+    cr_assert_eq(atomic_load(&ran_on_0), 2,
+                 "routee 0 ran %d of the tells (the 2 requeued expected) while the thief was "
+                 "blocked", atomic_load(&ran_on_0));
+    cr_assert_eq(atomic_load(&ran_on_1), 1);
+    gate_open(&g2);
+    cr_assert_eq(rp_pool_wait_idle(pool, 10000), 0, "%s", rp_errmsg());
+    cr_assert_eq(atomic_load(&ran), 4);
+    cr_assert_eq(atomic_load(&ran_on_1), 2, "the thief ran its share: the first and one more");
+    rp_pool_destroy(pool);
+    gate_destroy(&g2);
+    gate_destroy(&g);
 }

@@ -221,44 +221,6 @@ static bool take_own(rp_routee *r, rp__job *out)
     return true;
 }
 
-static void gather_alone(rp_routee *r, int64_t from);
-
-/*
- * Let a young record grow before taking it: a routee alone on its CPU in
- * a stream (r->streaming: its last yield came back at once and found
- * work) that finds nothing but one young record - the lane's last, still
- * growing (lane.c, "Growing") - waits GATHER_NS first, blind, as at an
- * idle transition (gather_alone), while the producer fills the record on
- * lines this routee does not touch; then it takes the record, whatever
- * it holds.  Taken at once, the record would be sealed with a job or two,
- * and each of the producer's next tells would start a record (a line
- * transfer each).  A record that did not change during the wait ends the
- * stream (no more waits until a yield finds one again), so jobs that
- * come now and then pay at most one wait each time a stream seems to
- * start.  Stays busy and running meanwhile: no idle transition.
- * Measured: design.md, "Growing records".
- */
-static void let_young_grow(rp_routee *r)
-{
-    unsigned young;
-
-    if (!r->streaming || !(young = rp__mailbox_young(&r->mb)))
-        return;
-    gather_alone(r, rp__now_ns());
-    if (rp__mailbox_young(&r->mb) == young)
-        r->streaming = false;
-}
-
-/* The next job to run into *out: a stolen (or batch-run) one we hold, our
- * own oldest, or a steal.  False when there is none. */
-static bool next_job(rp_routee *r, bool *searching, rp__job *out)
-{
-    if (rp__steal_take(r, out))
-        return true;
-    let_young_grow(r);
-    return take_own(r, out) || (r->pool->steal && rp__steal_batch(r, searching, out));
-}
-
 /* Whether a closed mailbox means: hand everything back and exit. */
 static bool must_hand_back(rp_routee *r, int closed)
 {
@@ -418,6 +380,42 @@ static void gather_alone(rp_routee *r, int64_t from)
             break;
     }
     rp__owner_add(&r->gathers, 1);
+}
+
+/*
+ * Let a young record grow before taking it: a routee alone on its CPU in
+ * a stream (r->streaming: its last yield came back at once and found
+ * work) that finds nothing but one young record - the lane's last, still
+ * growing (lane.c, "Growing") - waits GATHER_NS first, blind, as at an
+ * idle transition (gather_alone), while the producer fills the record on
+ * lines this routee does not touch; then it takes the record, whatever
+ * it holds.  Taken at once, the record would be sealed with a job or two,
+ * and each of the producer's next tells would start a record (a line
+ * transfer each).  A record that did not change during the wait ends the
+ * stream (no more waits until a yield finds one again), so jobs that
+ * come now and then pay at most one wait each time a stream seems to
+ * start.  Stays busy and running meanwhile: no idle transition.
+ * Measured: design.md, "Growing records".
+ */
+static void let_young_grow(rp_routee *r)
+{
+    unsigned young;
+
+    if (!r->streaming || !(young = rp__mailbox_young(&r->mb)))
+        return;
+    gather_alone(r, rp__now_ns());
+    if (rp__mailbox_young(&r->mb) == young)
+        r->streaming = false;
+}
+
+/* The next job to run into *out: a stolen (or batch-run) one we hold, our
+ * own oldest, or a steal.  False when there is none. */
+static bool next_job(rp_routee *r, bool *searching, rp__job *out)
+{
+    if (rp__steal_take(r, out))
+        return true;
+    let_young_grow(r);
+    return take_own(r, out) || (r->pool->steal && rp__steal_batch(r, searching, out));
 }
 
 /*

@@ -463,8 +463,18 @@ _Static_assert(RP__LANE_BULK < 16 && RP__PRODUCERS < 255, "a growing record's ta
  * its function, argument and sequence. */
 static bool growable(const rp__job *job)
 {
-    return job->flags == 0 && !job->reply.ops && !job->reply.deadline_ns && !job->submit_tid &&
-           !job->enq_ns;
+    return job->flags == 0 && !job->submit_tid && !is_cold(job);
+}
+
+/* The jobs of a record whose next is `next` while more may join it (no
+ * successor, not sealed, not full), else 0: a record of no producer
+ * (ck's own enqueue leaves generation 0) says 0 too. */
+static unsigned open_jobs(struct ck_fifo_mpmc_pointer next)
+{
+    uintptr_t g = (uintptr_t)next.generation;
+    unsigned c = GROW_JOBS(g);
+
+    return next.pointer || (g & GROW_SEALED) || c >= RP__LANE_BULK ? 0 : c;
 }
 
 /* Add job to the lane's last record when maker pushed it, it grows, is
@@ -485,9 +495,7 @@ static bool try_grow(rp__lane *lane, const rp__job *job, uintptr_t maker)
         tail = load_tagged(&lane->fifo.tail);
         next = load_tagged(&tail.pointer->next);
         g = (uintptr_t)next.generation;
-        c = GROW_JOBS(g);
-        if (next.pointer || (g & GROW_SEALED) || GROW_MAKER(g) != maker || c == 0 ||
-            c >= RP__LANE_BULK)
+        if (GROW_MAKER(g) != maker || (c = open_jobs(next)) == 0)
             return false;
         /* The same life as g: only maker (this thread) pushes a record
          * with its tag, so if the CAS below succeeds, last was not
@@ -525,8 +533,7 @@ int rp__lane_push_mp(rp__lane *lane, const rp__job *job, bool grow)
         grows = *job;
         grows.flags |= RP__JOB_GROWS;
         job = &grows;
-    } else
-        p = -1;
+    }
     if (get_recs(lane, &rec, 1) == 0)
         return RP_ENOMEM;
     fill(rec, job);
@@ -1100,15 +1107,10 @@ unsigned rp__lane_young(rp__lane *lane)
     /* Racy reads of type-stable records, like rp__lane_empty's. */
     ck_fifo_mpmc_entry_t *head = ck_pr_load_ptr(&lane->fifo.head.pointer);
     ck_fifo_mpmc_entry_t *first = ck_pr_load_ptr(&head->next.pointer);
-    uintptr_t g;
 
     if (!first || !(ck_pr_load_32(&rec_of(first)->flags) & RP__JOB_GROWS))
         return 0;
-    g = (uintptr_t)ck_pr_load_ptr(&first->next.generation);
-    if (ck_pr_load_ptr(&first->next.pointer) != NULL || (g & GROW_SEALED) ||
-        GROW_JOBS(g) >= RP__LANE_BULK)
-        return 0;
-    return GROW_JOBS(g);
+    return open_jobs(load_tagged(&first->next));
 }
 
 /* ---- Trimming (see the top) ---- */

@@ -82,6 +82,9 @@ struct rp_routee {
      * producer streams jobs faster than it runs them (worker.c,
      * yield_for_work). */
     bool streaming;
+    /* Owner-only: the job count of the young record of its own that the
+     * routee last passed over for a steal (worker.c, next_job), else 0. */
+    unsigned passed_young;
     rp__mailbox mb;
 };
 

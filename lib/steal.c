@@ -200,14 +200,31 @@ static rp_routee *pick_victim(rp_routee *r, int64_t *depth)
  * *searching: whether this routee was woken to steal (pool->searching
  * counts it); cleared here, before handing the search on, or wake_thief()
  * would see the search still running and wake nobody. */
+static bool steal_from(rp_routee *r, rp_routee *victim, int64_t depth, bool *searching,
+                       rp__job *out);
+
 bool rp__steal_batch(rp_routee *r, bool *searching, rp__job *out)
 {
     int64_t depth;
     rp_routee *victim = pick_victim(r, &depth);
+
+    return victim && steal_from(r, victim, depth, searching, out);
+}
+
+bool rp__steal_ready(rp_routee *r, bool *searching, rp__job *out)
+{
+    int64_t depth;
+    rp_routee *victim = pick_victim(r, &depth);
+
+    return victim && !rp__mailbox_young(&victim->mb) &&
+           steal_from(r, victim, depth, searching, out);
+}
+
+static bool steal_from(rp_routee *r, rp_routee *victim, int64_t depth, bool *searching,
+                       rp__job *out)
+{
     unsigned want, got, requeued = 0;
 
-    if (!victim)
-        return false;
     want = depth / 2 < 1 ? 1 : depth / 2 > RP__STEAL_MAX ? RP__STEAL_MAX : (unsigned)(depth / 2);
     /* Into the stolen batch (empty: next_job() only steals then). */
     if (!(got = rp__mailbox_steal(&victim->mb, r->stolen, want)))

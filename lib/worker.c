@@ -408,6 +408,26 @@ static void let_young_grow(rp_routee *r)
         r->streaming = false;
 }
 
+/*
+ * Whether to pass over a young record of our own for a steal: when all
+ * our mailbox holds is a record its producer is still filling (lane.c,
+ * "Growing") and another routee has work ready, that work waited longer
+ * (it is queued behind a running job, or its routee is preempted), and
+ * taking our record now would seal it with a job or two, so that each of
+ * the producer's next tells starts a record of its own - a line transfer
+ * each when the producer runs on another CPU.  A record that did not grow
+ * since we last passed it over is taken: it is passed over at most once
+ * while it stands still, so a producer that stopped costs it one steal.
+ */
+static bool pass_young(rp_routee *r)
+{
+    unsigned young = rp__mailbox_young(&r->mb);
+    bool pass = young && young != r->passed_young;
+
+    r->passed_young = pass ? young : 0;
+    return pass;
+}
+
 /* The next job to run into *out: a stolen (or batch-run) one we hold, our
  * own oldest, or a steal.  False when there is none. */
 static bool next_job(rp_routee *r, bool *searching, rp__job *out)
@@ -415,6 +435,8 @@ static bool next_job(rp_routee *r, bool *searching, rp__job *out)
     if (rp__steal_take(r, out))
         return true;
     let_young_grow(r);
+    if (r->pool->steal && pass_young(r) && rp__steal_ready(r, searching, out))
+        return true;
     return take_own(r, out) || (r->pool->steal && rp__steal_batch(r, searching, out));
 }
 

@@ -83,8 +83,11 @@ struct rp_routee {
      * yield_for_work). */
     bool streaming;
     /* Owner-only: the job count of the young record of its own that the
-     * routee last passed over for a steal (worker.c, next_job), else 0. */
+     * routee last passed over for a steal (worker.c, pass_young), else 0,
+     * and the routee it last stole from while its work was ready (NULL:
+     * none, or it had none ready when last looked at). */
     unsigned passed_young;
+    struct rp_routee *last_victim;
     rp__mailbox mb;
 };
 

@@ -211,13 +211,18 @@ bool rp__steal_batch(rp_routee *r, bool *searching, rp__job *out)
     return victim && steal_from(r, victim, depth, searching, out);
 }
 
-bool rp__steal_ready(rp_routee *r, bool *searching, rp__job *out)
+bool rp__steal_again(rp_routee *r, bool *searching, rp__job *out)
 {
-    int64_t depth;
-    rp_routee *victim = pick_victim(r, &depth);
+    rp_routee *v = r->last_victim;
 
-    return victim && !rp__mailbox_young(&victim->mb) &&
-           steal_from(r, victim, depth, searching, out);
+    if (!v)
+        return false;
+    if (!worth_stealing(v, sched_getcpu()) || rp__mailbox_young(&v->mb) ||
+        !steal_from(r, v, rp__mailbox_depth(&v->mb), searching, out)) {
+        r->last_victim = NULL;
+        return false;
+    }
+    return true;
 }
 
 static bool steal_from(rp_routee *r, rp_routee *victim, int64_t depth, bool *searching,
@@ -230,6 +235,7 @@ static bool steal_from(rp_routee *r, rp_routee *victim, int64_t depth, bool *sea
     if (!(got = rp__mailbox_steal(&victim->mb, r->stolen, want)))
         return false;
     rp__owner_add(&r->stole, got);
+    r->last_victim = victim;
     /* A whole record of tells brought more than our share (a grown one:
      * lane.c, "Growing"): the rest goes on our own stealable lane, where
      * the victim, once free, takes it back, instead of waiting behind us

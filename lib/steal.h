@@ -37,9 +37,10 @@ void rp__steal_set_running(rp_routee *r, bool *running, bool now);
  * (empty): the first job into *out, the rest kept (counted in r's depth).
  * False when there was nothing worth stealing. */
 bool rp__steal_batch(rp_routee *r, bool *searching, rp__job *out);
-/* rp__steal_batch() only from a victim whose stealable work is more than
- * a young record (lane.c, "Growing"): work that is ready. */
-bool rp__steal_ready(rp_routee *r, bool *searching, rp__job *out);
+/* rp__steal_batch() from r->last_victim, when its stealable work is
+ * ready: more than a young record (lane.c, "Growing").  Forgets the
+ * victim when it has none. */
+bool rp__steal_again(rp_routee *r, bool *searching, rp__job *out);
 /* The next job of r's stolen (or batch-run) batch into *out; false when
  * the batch is done. */
 bool rp__steal_take(rp_routee *r, rp__job *out);

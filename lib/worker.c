@@ -409,23 +409,28 @@ static void let_young_grow(rp_routee *r)
 }
 
 /*
- * Whether to pass over a young record of our own for a steal: when all
- * our mailbox holds is a record its producer is still filling (lane.c,
- * "Growing") and another routee has work ready, that work waited longer
- * (it is queued behind a running job, or its routee is preempted), and
+ * Pass over a young record of our own for a steal: when all our mailbox
+ * holds is a record its producer is still filling (lane.c, "Growing") and
+ * the routee we last stole from has work ready, that work has waited
+ * longer (queued behind a running job, or its routee preempted), while
  * taking our record now would seal it with a job or two, so that each of
- * the producer's next tells starts a record of its own - a line transfer
- * each when the producer runs on another CPU.  A record that did not grow
- * since we last passed it over is taken: it is passed over at most once
- * while it stands still, so a producer that stopped costs it one steal.
+ * the producer's next tells would start a record of its own: a line
+ * transfer each when the producer runs on another CPU.  Only the last
+ * victim is looked at (one routee's lines, not a scan), and only while
+ * it had work ready.  A record that did not grow since we last passed it
+ * over is taken: it waits at most one steal while it stands still.
  */
-static bool pass_young(rp_routee *r)
+static bool pass_young(rp_routee *r, bool *searching, rp__job *out)
 {
-    unsigned young = rp__mailbox_young(&r->mb);
-    bool pass = young && young != r->passed_young;
+    unsigned young;
 
-    r->passed_young = pass ? young : 0;
-    return pass;
+    if (r->last_victim && (young = rp__mailbox_young(&r->mb)) != 0 && young != r->passed_young &&
+        rp__steal_again(r, searching, out)) {
+        r->passed_young = young;
+        return true;
+    }
+    r->passed_young = 0;
+    return false;
 }
 
 /* The next job to run into *out: a stolen (or batch-run) one we hold, our
@@ -435,7 +440,7 @@ static bool next_job(rp_routee *r, bool *searching, rp__job *out)
     if (rp__steal_take(r, out))
         return true;
     let_young_grow(r);
-    if (r->pool->steal && pass_young(r) && rp__steal_ready(r, searching, out))
+    if (pass_young(r, searching, out))
         return true;
     return take_own(r, out) || (r->pool->steal && rp__steal_batch(r, searching, out));
 }

@@ -253,3 +253,124 @@ Test(thief, a_thief_requeues_what_a_whole_record_brought_beyond_its_share)
     gate_destroy(&g2);
     gate_destroy(&g);
 }
+
+/* Where to_target sends a submit, and the order the jobs ran in (their
+ * numbers, routee 1's only). */
+static atomic_int target;
+static atomic_int order[16];
+static atomic_int norder;
+
+static int to_target(void *user, rp_route_state *st, rp_routee *const *routees, size_t n,
+                     size_t *out)
+{
+    (void)user, (void)st, (void)routees, (void)n;
+    out[0] = (size_t)atomic_load(&target);
+    return 1;
+}
+
+/* Notes its number (arg - 1: 0 is the gate's) when it runs on routee 1;
+ * job 0 waits in the second gate. */
+static gate g2;
+static void noted_job(rp_job_ctx *ctx, void *arg)
+{
+    int id = (int)(intptr_t)arg;
+
+    if (rp_job_routee(ctx) == 1)
+        atomic_store(&order[atomic_fetch_add(&norder, 1) % 16], id);
+    atomic_fetch_add(&ran, 1);
+    if (id == 0)
+        gate_pass(&g2);
+}
+
+/* noted_job under another name: a record each (see count_job_too). */
+static void noted_job_too(rp_job_ctx *ctx, void *arg)
+{
+    noted_job(ctx, arg);
+}
+
+/*
+ * Routee 1 steals job 0 from routee 0 (blocked) and blocks in it; then
+ * routee 0 gets jobs 1-4 (alternating functions: records of their own
+ * unless one_record) and routee 1 two tells of one function, 5 and 6,
+ * which grow one young record (lib/lane.c, "Growing").  Opens the second
+ * gate and returns routee 1's order once all 7 ran.
+ */
+static void run_behind_own_young_record(bool one_record, int *got)
+{
+    rp_pool_options o;
+    rp_pool *pool;
+
+    gate_init(&g);
+    gate_init(&g2);
+    atomic_store(&ran, 0);
+    atomic_store(&norder, 0);
+    atomic_store(&target, 0);
+    rp_pool_options_init(&o);
+    o.routees = 2;
+    o.name = "passes";
+    o.steal = true;
+    o.idle_spin_us = 0;
+    o.strategy = rp_strategy_custom(to_target, NULL);
+    o.metrics = false; /* no sampled job: tells of one function share records */
+    cr_assert_eq(rp_pool_create(&pool, &o), 0, "%s", rp_errmsg());
+    cr_assert_eq(rp_routee_tell(rp_pool_routee(pool, 0), gate_job, &g), 0);
+    cr_assert(gate_wait_entered(&g, 1, 5000), "the gate job never started");
+    cr_assert_eq(rp_pool_submit(pool, noted_job, (void *)0), 0);
+    cr_assert(gate_wait_entered(&g2, 1, 5000), "routee 1 never stole job 0");
+    for (intptr_t i = 1; i <= 4; i++)
+        cr_assert_eq(rp_pool_submit(pool, one_record || i % 2 ? noted_job : noted_job_too,
+                                    (void *)i),
+                     0);
+    atomic_store(&target, 1);
+    for (intptr_t i = 5; i <= 6; i++)
+        cr_assert_eq(rp_pool_submit(pool, noted_job, (void *)i), 0);
+    cr_assert_eq(rp__mailbox_young(&pool->routees[1].mb), 2, "5 and 6 share a young record");
+    gate_open(&g2);
+    for (int i = 0; i < 5000 && atomic_load(&norder) < 7; i++)
+        sleep_ms(1);
+    cr_assert_eq(atomic_load(&norder), 7, "routee 1 ran %d of the 7 jobs", atomic_load(&norder));
+    for (int i = 0; i < 7; i++)
+        got[i] = atomic_load(&order[i]);
+    gate_open(&g);
+    cr_assert_eq(rp_pool_wait_idle(pool, 10000), 0, "%s", rp_errmsg());
+    cr_assert_eq(atomic_load(&ran), 7);
+    rp_pool_destroy(pool);
+    gate_destroy(&g2);
+    gate_destroy(&g);
+}
+
+static void assert_order(const int *got, const int *want, const char *what)
+{
+    for (int i = 0; i < 7; i++)
+        cr_assert_eq(got[i], want[i],
+                     "%s: routee 1 ran %d %d %d %d %d %d %d, expected %d %d %d %d %d %d %d", what,
+                     got[0], got[1], got[2], got[3], got[4], got[5], got[6], want[0], want[1],
+                     want[2], want[3], want[4], want[5], want[6]);
+}
+
+/*
+ * pass_young (lib/worker.c): a routee whose own mailbox holds only a
+ * young record steals first from its last victim when that one has work
+ * ready - older work, and the record grows meanwhile - and takes the
+ * record once it stood still across one such steal.  After job 0 routee
+ * 1 steals 1 and 2 (half of routee 0's 4), runs its own 5 and 6 (their
+ * record did not grow), then steals 3 and 4 one at a time.
+ */
+Test(thief, a_thief_takes_its_victims_ready_work_before_its_own_young_record)
+{
+    int got[7];
+
+    run_behind_own_young_record(false, got);
+    assert_order(got, (const int[]){0, 1, 2, 5, 6, 3, 4}, "ready work");
+}
+
+/* The victim's work is one young record too: routee 1 runs its own
+ * record first, then steals routee 0's whole record (4 jobs, its share
+ * 2: the other two go on its own lane and run next). */
+Test(thief, a_thief_runs_its_own_young_record_before_a_victims_young_record)
+{
+    int got[7];
+
+    run_behind_own_young_record(true, got);
+    assert_order(got, (const int[]){0, 5, 6, 1, 2, 3, 4}, "young victim");
+}

@@ -451,19 +451,31 @@ static void enqueue_chain(ck_fifo_mpmc_t *fifo, ck_fifo_mpmc_entry_t *first,
 
 /* A growing record's next generation ("Growing", at the top): bits 0-2
  * count ck's link (+1, once a life), then the seal, the jobs, the
- * producer index + 1 that may add to it. */
+ * producer index + 1 that may add to it, and the sampled job's index + 1
+ * (0: none; its stamp is in the record's last slot, so such a record
+ * holds one job less). */
 #define GROW_SEALED ((uintptr_t)8)
 #define GROW_ONE ((uintptr_t)16)
 #define GROW_JOBS(g) ((unsigned)((g) >> 4) & 0xfu)
 #define GROW_MAKER(g) ((uintptr_t)((g) >> 8) & 0xffu)
 #define GROW_TAG(maker) ((uintptr_t)(maker) << 8 | GROW_ONE)
+#define GROW_SAMPLE(g) ((unsigned)((g) >> 16) & 0xfu)
+#define GROW_SAMPLE_AT(i) ((uintptr_t)(i) << 16)
 _Static_assert(RP__LANE_BULK < 16 && RP__PRODUCERS < 255, "a growing record's tag");
 
+/* The jobs a growing record may hold: one less with a sample's stamp. */
+static unsigned grow_cap(uintptr_t g)
+{
+    return GROW_SAMPLE(g) ? RP__LANE_BULK - 1 : RP__LANE_BULK;
+}
+
 /* Whether a tell may grow a record or begin one that grows: nothing but
- * its function, argument and sequence. */
+ * its function, argument and sequence, and a sample's stamp. */
 static bool growable(const rp__job *job)
 {
-    return job->flags == 0 && !job->submit_tid && !is_cold(job);
+    return !job->reply.ops && !job->reply.deadline_ns && !job->submit_tid &&
+           (job->flags == RP__JOB_SAMPLED ? job->enq_ns != 0
+                                          : job->flags == 0 && !job->enq_ns);
 }
 
 /* The jobs of a record whose next is `next` while more may join it (no
@@ -474,17 +486,19 @@ static unsigned open_jobs(struct ck_fifo_mpmc_pointer next)
     uintptr_t g = (uintptr_t)next.generation;
     unsigned c = GROW_JOBS(g);
 
-    return next.pointer || (g & GROW_SEALED) || c >= RP__LANE_BULK ? 0 : c;
+    return next.pointer || (g & GROW_SEALED) || c >= grow_cap(g) ? 0 : c;
 }
 
 /* Add job to the lane's last record when maker pushed it, it grows, is
  * not sealed or full, and job continues it (same function, the next
  * sequence number); one CAS of the record's next, which fails when a
- * consumer sealed it or a push linked after it.  Runs inside an ignore
- * region. */
+ * consumer sealed it or a push linked after it.  A sampled job joins a
+ * record without a sample that has room for it and its stamp.  Runs
+ * inside an ignore region. */
 static bool try_grow(rp__lane *lane, const rp__job *job, uintptr_t maker)
 {
     uint64_t seq = atomic_load_explicit(&job->seq, memory_order_relaxed);
+    bool sampled = job->flags & RP__JOB_SAMPLED;
     struct ck_fifo_mpmc_pointer tail, next, update;
 
     for (;;) {
@@ -495,7 +509,8 @@ static bool try_grow(rp__lane *lane, const rp__job *job, uintptr_t maker)
         tail = load_tagged(&lane->fifo.tail);
         next = load_tagged(&tail.pointer->next);
         g = (uintptr_t)next.generation;
-        if (GROW_MAKER(g) != maker || (c = open_jobs(next)) == 0)
+        if (GROW_MAKER(g) != maker || (c = open_jobs(next)) == 0 ||
+            (sampled && (GROW_SAMPLE(g) || c + 1 >= RP__LANE_BULK)))
             return false;
         /* The same life as g: only maker (this thread) pushes a record
          * with its tag, so if the CAS below succeeds, last was not
@@ -505,12 +520,14 @@ static bool try_grow(rp__lane *lane, const rp__job *job, uintptr_t maker)
             atomic_load_explicit(&last->seq, memory_order_relaxed) + c != seq)
             return false;
         ck_pr_store_ptr(&last->more[c - 1], job->arg);
+        if (sampled)
+            ck_pr_store_64((uint64_t *)&last->stamp, (uint64_t)job->enq_ns);
         /* The consumer that takes the job acquires rec (dequeue_run): the
          * producer's writes before this push happen before the job. */
         rp__tsan_release(last);
         ck_pr_fence_store_atomic();
         update.pointer = NULL;
-        update.generation = (char *)(g + GROW_ONE);
+        update.generation = (char *)(g + GROW_ONE + (sampled ? GROW_SAMPLE_AT(c + 1) : 0));
         if (ck_pr_cas_ptr_2(&tail.pointer->next, &next, &update))
             return true;
     }
@@ -520,6 +537,7 @@ int rp__lane_push_mp(rp__lane *lane, const rp__job *job, bool grow)
 {
     rp__lane_rec *rec;
     rp__job grows;
+    int64_t stamp = 0;
     int p = -1;
 
     if (grow && growable(job) && (p = rp__producer_index()) >= 0) {
@@ -530,18 +548,24 @@ int rp__lane_push_mp(rp__lane *lane, const rp__job *job, bool grow)
         rp__tsan_ignore_end();
         if (grew)
             return 0;
+        /* A record that grows: a sample's stamp goes in its last slot. */
+        stamp = job->enq_ns;
         grows = *job;
-        grows.flags |= RP__JOB_GROWS;
+        grows.flags = RP__JOB_GROWS;
+        grows.enq_ns = 0;
         job = &grows;
     }
     if (get_recs(lane, &rec, 1) == 0)
         return RP_ENOMEM;
+    if (stamp)
+        rec->stamp = stamp;
     fill(rec, job);
     rp__tsan_ignore_begin();
     if (p >= 0) {
         rec->fifo.value = NULL;
         rec->fifo.next.pointer = NULL;
-        rec->fifo.next.generation = (char *)GROW_TAG((uintptr_t)p + 1);
+        rec->fifo.next.generation =
+            (char *)(GROW_TAG((uintptr_t)p + 1) | (stamp ? GROW_SAMPLE_AT(1) : 0));
         enqueue_chain(&lane->fifo, &rec->fifo, &rec->fifo);
     } else
         ck_fifo_mpmc_enqueue(&lane->fifo, &rec->fifo, NULL); /* no chain: no hint */
@@ -742,10 +766,11 @@ static void copy_out(rp__job *out, const rp__lane_rec *rec)
 
 /* A growing record's jobs, final from here on: sealed by us when nothing
  * follows it and nobody sealed it yet, else as its link or seal left
- * it.  The generation read again after the pointer tells a consistent
- * pair (every change raises it).  Bounded: a record grows at most
- * RP__LANE_BULK - 1 times.  Inside dequeue_run's ignore region. */
-static unsigned grown_jobs(rp__lane_rec *rec)
+ * it; *sample: the sampled job's index + 1, or 0.  The generation read
+ * again after the pointer tells a consistent pair (every change raises
+ * it).  Bounded: a record grows at most RP__LANE_BULK - 1 times.  Inside
+ * dequeue_run's ignore region. */
+static unsigned grown_jobs(rp__lane_rec *rec, unsigned *sample)
 {
     struct ck_fifo_mpmc_pointer next, sealed;
     uintptr_t g;
@@ -768,12 +793,15 @@ static unsigned grown_jobs(rp__lane_rec *rec)
     ck_pr_fence_atomic_load();
     ck_pr_fence_load();
     c = GROW_JOBS(g);
-    return c < 1 ? 1 : c > RP__LANE_BULK ? RP__LANE_BULK : c;
+    c = c < 1 ? 1 : c > grow_cap(g) ? grow_cap(g) : c;
+    *sample = GROW_SAMPLE(g) <= c ? GROW_SAMPLE(g) : 0;
+    return c;
 }
 
 /* The jobs of a growing record into out[0..n): the first is already there
- * (copy_out), the others differ in argument and sequence. */
-static void copy_grown(rp__job *out, const rp__lane_rec *rec, unsigned n)
+ * (copy_out), the others differ in argument and sequence; the one at
+ * sample - 1 (none when sample is 0) is sampled, with the record's stamp. */
+static void copy_grown(rp__job *out, const rp__lane_rec *rec, unsigned n, unsigned sample)
 {
     uint64_t seq = atomic_load_explicit(&out[0].seq, memory_order_relaxed);
 
@@ -783,20 +811,25 @@ static void copy_grown(rp__job *out, const rp__lane_rec *rec, unsigned n)
                            .flags = out[0].flags};
         atomic_store_explicit(&out[i].seq, seq + i, memory_order_relaxed);
     }
+    if (sample) {
+        out[sample - 1].flags |= RP__JOB_SAMPLED;
+        out[sample - 1].enq_ns = (int64_t)ck_pr_load_64((const uint64_t *)&rec->stamp);
+    }
 }
 
 /* How many jobs rec carries (flags: its flags, read racily), sealing it
- * when it grows. */
-static unsigned jobs_of(rp__lane_rec *rec, uint32_t flags)
+ * when it grows; *sample as grown_jobs() says (0 for other records). */
+static unsigned jobs_of(rp__lane_rec *rec, uint32_t flags, unsigned *sample)
 {
-    return (flags & RP__JOB_GROWS) ? grown_jobs(rec) : jobs_in(flags);
+    *sample = 0;
+    return (flags & RP__JOB_GROWS) ? grown_jobs(rec, sample) : jobs_in(flags);
 }
 
 /* A record's other jobs after copy_out() put its first in out[0]. */
-static void copy_rest(rp__job *out, const rp__lane_rec *rec, unsigned n)
+static void copy_rest(rp__job *out, const rp__lane_rec *rec, unsigned n, unsigned sample)
 {
     if (out[0].flags & RP__JOB_GROWS)
-        copy_grown(out, rec, n);
+        copy_grown(out, rec, n, sample);
     else if (n > 1)
         copy_bulk(out, rec, n);
 }
@@ -856,7 +889,7 @@ static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, unsigned
     ck_fifo_mpmc_t *fifo = &lane->fifo;
     struct ck_fifo_mpmc_pointer head, tail, next, update;
     rp__lane_rec *rec, *ahead;
-    unsigned k, r;
+    unsigned k, r, sample;
     bool blind; /* a thief that did not read the tail */
 
     rp__tsan_ignore_begin();
@@ -901,8 +934,8 @@ static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, unsigned
         ck_pr_fence_load();
         copy_out(&out[0], rec);
         /* The first record is taken whole, whatever max says. */
-        k = jobs_of(rec, out[0].flags);
-        copy_rest(out, rec, k);
+        k = jobs_of(rec, out[0].flags, &sample);
+        copy_rest(out, rec, k, sample);
         ahead = ahead_of(rec);
         for (r = 1; k < max && &rec->fifo != tail.pointer; r++) {
             ck_fifo_mpmc_entry_t *n = ck_pr_load_ptr(&rec->fifo.next.pointer);
@@ -925,10 +958,10 @@ static unsigned dequeue_run(rp__lane *lane, rp__job *out, unsigned max, unsigned
                     break;
             }
             /* Whole records only: one that does not fit stays queued. */
-            if (k + (c = jobs_of(nrec, ck_pr_load_32(&nrec->flags))) > cap)
+            if (k + (c = jobs_of(nrec, ck_pr_load_32(&nrec->flags), &sample)) > cap)
                 break;
             copy_out(&out[k], nrec);
-            copy_rest(&out[k], nrec, c);
+            copy_rest(&out[k], nrec, c, sample);
             if (owner && !continues_run(&out[k - 1], &out[k]))
                 break;
             /* Later records of the chain: their lines on their way (both:

@@ -7,7 +7,8 @@
  * a record a consumer took is sealed, so a tell that comes after it is
  * never added to it and lost; a tell that does not continue the record
  * (another thread's record after it, another function, a gap, a reply, a
- * deadline, a sample, grow off) starts a record of its own.  Concurrent:
+ * deadline, grow off) starts a record of its own; a sampled tell joins
+ * with its stamp in the record's last slot, one sample a record.  Concurrent:
  * every job comes out exactly once, each producer's in order.  Linked
  * with the static library: lanes are private.
  */
@@ -190,7 +191,7 @@ Test(grow, a_tell_that_does_not_continue_the_record_starts_its_own)
     rp__job t;
     rp__reply reply = {.deadline_ns = 5};
     rp__job out[RP__LANE_BULK];
-    static const unsigned want[] = {2, 1, 2, 1, 1, 1, 2, 1};
+    static const unsigned want[] = {2, 1, 2, 1, 1, 2, 1};
 
     lane_up(&lane);
     push_tells(&lane, 0, 2);           /* [0 1] */
@@ -201,15 +202,62 @@ Test(grow, a_tell_that_does_not_continue_the_record_starts_its_own)
     push_tells(&lane, 5, 1);
     t = tell(6), t.reply = reply;      /* a deadline: [6] */
     push(&lane, t, true);
-    t = tell(7), t.flags = RP__JOB_SAMPLED, t.enq_ns = 9; /* a sample: [7] */
-    push(&lane, t, true);
-    push(&lane, tell(8), false);       /* grow off: [8] */
+    push(&lane, tell(8), false);       /* grow off (and a gap): [8] */
     push_tells(&lane, 9, 2);           /* [9 10] */
     t = tell(11), t.flags = RP__JOB_BATCH; /* a batch job alone: [11] */
     push(&lane, t, true);
     for (size_t r = 0; r < sizeof want / sizeof want[0]; r++)
         cr_assert_eq(rp__lane_steal(&lane, out, 1), want[r], "record %zu", r);
     cr_assert_eq(rp__lane_steal(&lane, out, 1), 0);
+    lane_down(&lane);
+}
+
+/* Tell i, sampled at stamp. */
+static rp__job sampled(uint64_t i, int64_t stamp)
+{
+    rp__job t = tell(i);
+
+    t.flags = RP__JOB_SAMPLED;
+    t.enq_ns = stamp;
+    return t;
+}
+
+/* The next record holds n jobs from tell `from` on, the one at `at`
+ * sampled at stamp (at < 0: none). */
+static void assert_sampled_record(rp__lane *lane, unsigned n, uint64_t from, int at, int64_t stamp)
+{
+    rp__job out[RP__LANE_BULK];
+
+    cr_assert_eq(rp__lane_steal(lane, out, 1), n, "the record from tell %llu",
+                 (unsigned long long)from);
+    for (unsigned i = 0; i < n; i++) {
+        bool s = (int)i == at;
+
+        cr_assert_eq(atomic_load(&out[i].seq), from + i, "job %u of the record", i);
+        cr_assert_eq((uintptr_t)out[i].arg, from + i + 1, "job %u: argument", i);
+        cr_assert_eq(out[i].flags, s ? RP__JOB_SAMPLED : 0, "job %u: flags %#x", i,
+                     out[i].flags);
+        cr_assert_eq(out[i].enq_ns, s ? stamp : 0, "job %u: stamp", i);
+    }
+}
+
+/* A sampled tell joins the record (its stamp in the last slot, so the
+ * record holds one job less) or begins one; a record takes one sample. */
+Test(grow, a_sampled_tell_joins_the_record_with_its_stamp)
+{
+    rp__lane lane;
+
+    lane_up(&lane);
+    push_tells(&lane, 0, 3);
+    push(&lane, sampled(3, 99), true); /* joins [0 1 2 3] */
+    push_tells(&lane, 4, 4);           /* 4 5 6 join: full at 7; 7 begins [7] */
+    push(&lane, sampled(8, 98), true); /* joins [7 8] */
+    push(&lane, sampled(9, 97), true); /* a second sample begins [9] */
+    push_tells(&lane, 10, 1);          /* joins [9 10] */
+    assert_sampled_record(&lane, RP__LANE_BULK - 1, 0, 3, 99);
+    assert_sampled_record(&lane, 2, 7, 1, 98);
+    assert_sampled_record(&lane, 2, 9, 0, 97);
+    cr_assert(rp__lane_empty(&lane));
     lane_down(&lane);
 }
 

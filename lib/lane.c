@@ -108,15 +108,19 @@
  * when its record grows: one CAS on a line the producer holds, no record,
  * no tail CAS, no new line for the consumer; when the consumer is caught
  * up it seals every record it takes, an RMW where it read before.  Only
- * plain tells grow (no reply, deadline, trace or sample: they need the
- * record's second line), and never in a bounded mailbox's lanes (an
- * evicting producer pops one job at a time).  A consumer that keeps up
- * would seal every record with a job or two: a routee in a stream lets a
- * young record grow before it takes it (worker.c, let_young_grow;
- * rp__lane_young).  A thief takes records whole, so a steal of half a
- * short queue may take a whole grown record, and gives back what it
- * took beyond its share (steal.c, rp__mailbox_requeue).  Measured:
- * design.md, "Growing records"; perf-history.md, "2026-12-06, fourth
+ * plain tells grow (no reply, deadline or trace: they need the record's
+ * second line), and never in a bounded mailbox's lanes (an evicting
+ * producer pops one job at a time).  A tell sampled for the metrics
+ * grows too: its stamp takes the record's last slot (as a bulk's does)
+ * and the generation names the sampled job, one a record.  A consumer
+ * that keeps up would seal every record with a job or two: a routee in a
+ * stream lets a young record grow before it takes it (worker.c,
+ * let_young_grow; rp__lane_young), and a thief passes over its own young
+ * record for ready work of its last victim (worker.c, pass_young).  A
+ * thief takes records whole, so a steal of half a short queue may take a
+ * whole grown record, and gives back what it took beyond its share
+ * (steal.c, rp__mailbox_requeue).  Measured: design.md, "Growing
+ * records"; perf-history.md, "2026-12-06, fourth session" and "fifth
  * session".
  *
  * The tail line.  A Michael-Scott dequeue reads the tail to tell an empty

@@ -95,7 +95,8 @@ typedef struct rp__lane_rec {
             int64_t enq_ns;
         };
         void *more[RP__LANE_BULK - 1];
-        /* A bulk with sampled jobs: their stamp in the last slot. */
+        /* A bulk with sampled jobs, or a growing record with a sampled
+         * tell (lane.c, "Growing"): their stamp in the last slot. */
         struct {
             void *more_unused_[RP__LANE_BULK - 2];
             int64_t stamp;

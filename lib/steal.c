@@ -196,35 +196,11 @@ static rp_routee *pick_victim(rp_routee *r, int64_t *depth)
     return victim;
 }
 
-/* Steal a batch; run the first, keep the rest (counted in our depth).
+/* Steal a batch from victim (depth: its depth as read); run the first,
+ * keep the rest (counted in our depth), and remember the victim.
  * *searching: whether this routee was woken to steal (pool->searching
  * counts it); cleared here, before handing the search on, or wake_thief()
  * would see the search still running and wake nobody. */
-static bool steal_from(rp_routee *r, rp_routee *victim, int64_t depth, bool *searching,
-                       rp__job *out);
-
-bool rp__steal_batch(rp_routee *r, bool *searching, rp__job *out)
-{
-    int64_t depth;
-    rp_routee *victim = pick_victim(r, &depth);
-
-    return victim && steal_from(r, victim, depth, searching, out);
-}
-
-bool rp__steal_again(rp_routee *r, bool *searching, rp__job *out)
-{
-    rp_routee *v = r->last_victim;
-
-    if (!v)
-        return false;
-    if (!worth_stealing(v, sched_getcpu()) || rp__mailbox_young(&v->mb) ||
-        !steal_from(r, v, rp__mailbox_depth(&v->mb), searching, out)) {
-        r->last_victim = NULL;
-        return false;
-    }
-    return true;
-}
-
 static bool steal_from(rp_routee *r, rp_routee *victim, int64_t depth, bool *searching,
                        rp__job *out)
 {
@@ -260,6 +236,30 @@ static bool steal_from(rp_routee *r, rp_routee *victim, int64_t depth, bool *sea
     rp__steal_stop_searching(r->pool, searching);
     if ((worth_stealing(victim, -1) || requeued) && any_idle(r->pool))
         wake_thief(r->pool);
+    return true;
+}
+
+bool rp__steal_batch(rp_routee *r, bool *searching, rp__job *out)
+{
+    int64_t depth;
+    rp_routee *victim = pick_victim(r, &depth);
+
+    return victim && steal_from(r, victim, depth, searching, out);
+}
+
+/* Ready: more than a young record (lane.c, "Growing"), which its
+ * producer is still filling. */
+bool rp__steal_again(rp_routee *r, bool *searching, rp__job *out)
+{
+    rp_routee *v = r->last_victim;
+
+    if (!v)
+        return false;
+    if (!worth_stealing(v, sched_getcpu()) || rp__mailbox_young(&v->mb) ||
+        !steal_from(r, v, rp__mailbox_depth(&v->mb), searching, out)) {
+        r->last_victim = NULL;
+        return false;
+    }
     return true;
 }
 

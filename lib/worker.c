@@ -418,7 +418,8 @@ static void let_young_grow(rp_routee *r)
  * transfer each when the producer runs on another CPU.  Only the last
  * victim is looked at (one routee's lines, not a scan), and only while
  * it had work ready.  A record that did not grow since we last passed it
- * over is taken: it waits at most one steal while it stands still.
+ * over is taken: it waits at most one steal while it stands still, and
+ * at most RP__LANE_BULK while it grows (then it is full, not young).
  */
 static bool pass_young(rp_routee *r, bool *searching, rp__job *out)
 {

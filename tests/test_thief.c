@@ -55,6 +55,18 @@ static int to_zero(void *user, rp_route_state *st, rp_routee *const *routees, si
     return 1;
 }
 
+/* Two stealing routees that sleep at once, routed by route. */
+static void two_routees(rp_pool_options *o, const char *name, rp_strategy_fn route)
+{
+    rp_pool_options_init(o);
+    o->routees = 2;
+    o->name = name;
+    o->steal = true;
+    o->idle_spin_us = 0; /* sleep at once */
+    o->strategy = rp_strategy_custom(route, NULL);
+    o->metrics = false; /* no sampled tell: a record of one function holds 8 */
+}
+
 /* Routee 0 blocked in the gate, routee 1 asleep with its idle bit set;
  * with cpus (ncpus > 0) the routees are pinned to them. */
 static rp_pool *blocked_pool_on(const int *cpus, size_t ncpus)
@@ -65,13 +77,7 @@ static rp_pool *blocked_pool_on(const int *cpus, size_t ncpus)
     gate_init(&g);
     atomic_store(&ran, 0);
     atomic_store(&ran_on_1, 0);
-    rp_pool_options_init(&o);
-    o.routees = 2;
-    o.name = "thief";
-    o.steal = true;
-    o.idle_spin_us = 0; /* sleep at once */
-    o.strategy = rp_strategy_custom(to_zero, NULL);
-    o.metrics = false; /* no sampled job: tells of one function share records */
+    two_routees(&o, "thief", to_zero);
     o.cpus = cpus;
     o.ncpus = ncpus;
     cr_assert_eq(rp_pool_create(&pool, &o), 0, "%s", rp_errmsg());
@@ -268,8 +274,8 @@ static int to_target(void *user, rp_route_state *st, rp_routee *const *routees, 
     return 1;
 }
 
-/* Notes its number (arg - 1: 0 is the gate's) when it runs on routee 1;
- * job 0 waits in the second gate. */
+/* Notes its number (its argument) when it runs on routee 1; job 0 waits
+ * in the second gate. */
 static gate g2;
 static void noted_job(rp_job_ctx *ctx, void *arg)
 {
@@ -305,13 +311,7 @@ static void run_behind_own_young_record(bool one_record, int *got)
     atomic_store(&ran, 0);
     atomic_store(&norder, 0);
     atomic_store(&target, 0);
-    rp_pool_options_init(&o);
-    o.routees = 2;
-    o.name = "passes";
-    o.steal = true;
-    o.idle_spin_us = 0;
-    o.strategy = rp_strategy_custom(to_target, NULL);
-    o.metrics = false; /* no sampled job: tells of one function share records */
+    two_routees(&o, "passes", to_target);
     cr_assert_eq(rp_pool_create(&pool, &o), 0, "%s", rp_errmsg());
     cr_assert_eq(rp_routee_tell(rp_pool_routee(pool, 0), gate_job, &g), 0);
     cr_assert(gate_wait_entered(&g, 1, 5000), "the gate job never started");

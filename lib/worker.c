@@ -395,17 +395,17 @@ static void gather_alone(rp_routee *r, int64_t from)
  * stream (no more waits until a yield finds one again), so jobs that
  * come now and then pay at most one wait each time a stream seems to
  * start.  Stays busy and running meanwhile: no idle transition.
- * Measured: design.md, "Growing records".
+ * young: the record's jobs before the wait; returns them after it.
+ * Measured: design.md, "Letting a young record grow".
  */
-static void let_young_grow(rp_routee *r)
+static unsigned let_young_grow(rp_routee *r, unsigned young)
 {
-    unsigned young;
+    unsigned now;
 
-    if (!r->streaming || !(young = rp__mailbox_young(&r->mb)))
-        return;
     gather_alone(r, rp__now_ns());
-    if (rp__mailbox_young(&r->mb) == young)
+    if ((now = rp__mailbox_young(&r->mb)) == young)
         r->streaming = false;
+    return now;
 }
 
 /*
@@ -420,13 +420,11 @@ static void let_young_grow(rp_routee *r)
  * it had work ready.  A record that did not grow since we last passed it
  * over is taken: it waits at most one steal while it stands still, and
  * at most RP__LANE_BULK while it grows (then it is full, not young).
+ * young: the jobs of our young record, or 0.
  */
-static bool pass_young(rp_routee *r, bool *searching, rp__job *out)
+static bool pass_young(rp_routee *r, unsigned young, bool *searching, rp__job *out)
 {
-    unsigned young;
-
-    if (r->last_victim && (young = rp__mailbox_young(&r->mb)) != 0 && young != r->passed_young &&
-        rp__steal_again(r, searching, out)) {
+    if (young && young != r->passed_young && rp__steal_again(r, searching, out)) {
         r->passed_young = young;
         return true;
     }
@@ -438,10 +436,15 @@ static bool pass_young(rp_routee *r, bool *searching, rp__job *out)
  * own oldest, or a steal.  False when there is none. */
 static bool next_job(rp_routee *r, bool *searching, rp__job *out)
 {
+    unsigned young;
+
     if (rp__steal_take(r, out))
         return true;
-    let_young_grow(r);
-    if (pass_young(r, searching, out))
+    /* Looked at once, and only by a routee that may wait or pass. */
+    young = r->streaming || r->last_victim ? rp__mailbox_young(&r->mb) : 0;
+    if (young && r->streaming)
+        young = let_young_grow(r, young);
+    if (pass_young(r, young, searching, out))
         return true;
     return take_own(r, out) || (r->pool->steal && rp__steal_batch(r, searching, out));
 }

@@ -125,6 +125,11 @@ static void usage(FILE *f)
         "  --steal-older 0|1 what-if: with stealing, a routee with work of its own first\n"
         "                    takes a running routee's older job (default 0: the pool\n"
         "                    does not; docs/design.md, \"Open work\")\n"
+        "  --rescue-ns N     with stealing, a routee with work of its own looks at one\n"
+        "                    other routee every N ns and steals from it when it had\n"
+        "                    jobs queued at the last look, still has, and finished none\n"
+        "                    since (default 10000, as the pool; 0: never, the pool\n"
+        "                    before the rescue)\n"
         "  --steal-ns N      time a thief spends on a steal (default 500; an estimate:\n"
         "                    a scan of the routees' cache lines and a lane CAS)\n"
         "  --slowdown X      job cost multiplier, 0.5..3 (default 1.0)\n"
@@ -268,6 +273,9 @@ static bool parse_model_opt(sim_model *m, const char *a, const char *v)
         m->victim_two = !strcmp(v, "two");
     } else if (!strcmp(a, "--steal-older"))
         m->steal_older = bench_parse_u64(a, v, 0, 1) != 0;
+    else if (!strcmp(a, "--rescue-ns"))
+        m->rescue_ns = (int64_t)bench_parse_u64(a, v, 0, 100000000);
+
     else if (!strcmp(a, "--steal-ns"))
         m->steal_ns = (int64_t)bench_parse_u64(a, v, 0, 10000000);
     else if (!strcmp(a, "--central-dispatch-ns"))

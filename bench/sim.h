@@ -53,6 +53,11 @@ typedef struct sim_model {
                             * takes from the deeper, instead of scanning all */
     bool steal_older;      /* what-if, off in the pool: with stealing, oldest
                             * first across routees (docs/design.md) */
+    int64_t rescue_ns;     /* with stealing: a routee with work of its own looks
+                            * at one other routee every rescue_ns and steals from
+                            * it when it had jobs queued at the last look, still
+                            * has, and finished none since (0: never; the pool:
+                            * SIM_RESCUE_NS) */
 } sim_model;
 
 /** One cell: k routees, one load, one router. */

@@ -141,6 +141,11 @@ typedef struct sroutee {
     uint64_t evseq;        /* seq of its one valid pending event */
     int64_t prev_done;     /* end of its previous job (dispatch delay) */
     unsigned older_victim; /* steal_older()'s rotation */
+    uint64_t done;         /* jobs finished */
+    int64_t watch_t;       /* rescue(): when it last looked */
+    unsigned watch;        /* rescue(): the routee it watches, its */
+    uint64_t watch_done;   /* jobs finished then, and whether it */
+    bool watch_had;        /* had jobs queued */
 } sroutee;
 
 typedef struct ev {
@@ -468,6 +473,8 @@ static bool steal(sim *s, unsigned me, sjob *out, int64_t t)
     if (vi < 0)
         return false;
     v = &s->r[vi];
+    if ((unsigned)vi == x->watch)
+        x->watch_had = false; /* as steal_from(): the work the rescue saw may be this */
     got = sim_steal_count(view_of(s, (unsigned)vi), s->m->steal_one);
     *out = fifo_pop(&v->q);
     x->bh = 0;
@@ -504,6 +511,45 @@ static bool steal_older(sim *s, unsigned me, sjob *out)
     return true;
 }
 
+/* rescue() (lib/steal.c rp__steal_rescue()): with jobs of its own, a
+ * routee looks at one other routee every rescue_ns.  When that routee had
+ * stealable work at the last look, still has, and finished no job since
+ * (a long job, its CPU taken, or a late wake-up), it steals from it as an
+ * idle thief would; otherwise it watches the next routee.  A look more
+ * than 4 rescue_ns after the last one (the routee slept) only watches. */
+static bool rescue(sim *s, unsigned me, sjob *out, int64_t t)
+{
+    sroutee *x = &s->r[me], *v;
+    int64_t since = t - x->watch_t;
+    unsigned got;
+
+    if (s->k < 2 || since < s->m->rescue_ns)
+        return false;
+    x->watch_t = t;
+    if (x->watch == me)
+        x->watch = (me + 1) % s->k;
+    v = &s->r[x->watch];
+    if (sim_rescue_steals(since, s->m->rescue_ns, x->watch_had, v->q.n > 0,
+                          v->done == x->watch_done)) {
+        got = sim_steal_count(view_of(s, x->watch), s->m->steal_one);
+        *out = fifo_pop(&v->q);
+        x->bh = 0;
+        x->bn = got - 1;
+        for (unsigned i = 0; i + 1 < got; i++)
+            x->batch[i] = fifo_pop(&v->q);
+        s->queued -= got;
+        s->stolen += got;
+        x->watch_had = false; /* as steal_from() */
+        return true;
+    }
+    if (s->k > 2 && (x->watch = (x->watch + 1) % s->k) == me)
+        x->watch = (x->watch + 1) % s->k;
+    v = &s->r[x->watch];
+    x->watch_done = v->done;
+    x->watch_had = v->q.n > 0;
+    return false;
+}
+
 /* next_job(): stolen batch, own queue, then a steal. */
 static bool next_job(sim *s, unsigned me, sjob *out, bool *stolen, int64_t t)
 {
@@ -515,6 +561,8 @@ static bool next_job(sim *s, unsigned me, sjob *out, bool *stolen, int64_t t)
         return true;
     }
     if (s->steal && s->m->steal_older && (*stolen = steal_older(s, me, out)))
+        return true;
+    if (s->steal && s->m->rescue_ns && x->q.n && (*stolen = rescue(s, me, out, t)))
         return true;
     if (x->q.n) {
         *out = fifo_pop(&x->q);
@@ -745,6 +793,7 @@ static void on_routee(sim *s, ev e)
         s->nspin--;
         look(s, (unsigned)e.who, e.t, false); /* the last look, then sleep */
     } else {
+        x->done++;
         look(s, (unsigned)e.who, e.t, true);  /* a job ended */
     }
 }
@@ -867,7 +916,8 @@ void sim_model_defaults(sim_model *m)
 {
     *m = (sim_model){.dispatch_ns = 100, .wake_ns = 21000, .wake_tail_ns = 2400,
                      .spin_ns = 50000, .steal_ns = 500, .slowdown = 1.0,
-                     .central_overhead = false, .steal_older = false};
+                     .central_overhead = false, .steal_older = false,
+                     .rescue_ns = SIM_RESCUE_NS};
 }
 
 void sim_model_bench_profile(sim_model *m)
@@ -885,7 +935,7 @@ void sim_model_bench_profile(sim_model *m)
     *m = (sim_model){.dispatch_ns = 200, .wake_ns = 1700, .wake_tail_ns = 3300,
                      .spin_ns = 0, .steal_ns = 500, .slowdown = 1.0,
                      .central_overhead = true, .central_dispatch_ns = 0,
-                     .steal_older = false};
+                     .steal_older = false, .rescue_ns = SIM_RESCUE_NS};
 }
 
 int sim_run_cell(sim_result *out, const sim_cell *c, const sim_model *m)

@@ -6,8 +6,10 @@
  * zero-overhead replay (sojourn_sim.c: 2 routees, no latency).  Each keeps
  * its own routees and clock and asks these functions what the pool decides:
  *
- *  - a routee looks for its next job in its stolen batch, then its own
- *    queue, then by stealing (lib/worker.c next_job(); the callers do this in
+ *  - a routee looks for its next job in its stolen batch, then (with jobs
+ *    of its own, every SIM_RESCUE_NS) the rescue of a routee that made no
+ *    progress (sim_rescue_steals(): rp__steal_rescue()), its own queue,
+ *    then by stealing (lib/worker.c next_job(); the callers do this in
  *    their own queues' terms);
  *  - a victim is worth stealing from when it has a queued job and is busy
  *    or holds more than one (sim_worth_stealing(): worth_stealing());
@@ -87,6 +89,20 @@ static inline unsigned sim_steal_count(sim_view v, bool one)
 static inline bool sim_push_wants_thief(sim_view c)
 {
     return c.busy || c.depth > 1;
+}
+
+/** RP__RESCUE_NS of lib/steal.h: how often a routee with work of its own
+ *  looks at another (rp__steal_rescue()). */
+#define SIM_RESCUE_NS 10000
+
+/** rp__steal_rescue(): a look `since` ns after the previous one steals
+ *  from the routee watched when it had stealable work then (had), has now
+ *  (has) and finished no job since (stuck); a look more than 4 rescue_ns
+ *  after the previous one only watches. */
+static inline bool sim_rescue_steals(int64_t since, int64_t rescue_ns, bool had, bool has,
+                                     bool stuck)
+{
+    return since <= 4 * rescue_ns && had && has && stuck;
 }
 
 /** wake_thief(): the routee to wake, the lowest set bit of idle (one bit

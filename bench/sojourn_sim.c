@@ -15,7 +15,9 @@
  *    queued jobs when that routee is busy or holds more than one job, runs
  *    the first and keeps the rest in a private batch; a job queued behind a
  *    busy routee wakes the idle one to steal it at once (searching takes no
- *    time here, so no thief is ever still searching).
+ *    time here, so no thief is ever still searching); a routee with work
+ *    of its own rescues the other's queue when it looks between jobs
+ *    (sim_rescue_steals(): rp__steal_rescue()).
  */
 #include "sim_policy.h"
 #include "sojourn.h"
@@ -26,6 +28,10 @@ typedef struct simw {
     unsigned bh, bn;           /* private stolen batch: batch[bh..bn) */
     bool busy;
     int64_t until;             /* completion of the running job */
+    uint64_t done;             /* jobs finished */
+    int64_t watch_t;           /* the rescue: when it last looked, the */
+    uint64_t watch_done;       /* other's jobs finished then and whether */
+    bool watch_had;            /* it had jobs queued */
 } simw;
 
 typedef struct sim {
@@ -60,26 +66,56 @@ static void sim_run(sim *m, simw *x, size_t j, int64_t t)
     m->sojourn[j] = x->until - m->wl->offset[j];
 }
 
+/* Take want of v's oldest jobs into x's batch and run the first. */
+static void sim_steal(sim *m, simw *x, simw *v, unsigned want, int64_t t)
+{
+    x->bh = x->bn = 0;
+    while (x->bn < want)
+        x->batch[x->bn++] = v->q[v->qh++];
+    sim_run(m, x, x->batch[x->bh++], t);
+}
+
+/* The rescue (rp__steal_rescue()), at 2 routees: routee k, with jobs of
+ * its own, looks at the other one every SIM_RESCUE_NS. */
+static bool sim_rescue(sim *m, size_t k, int64_t t)
+{
+    simw *x = &m->w[k], *v = &m->w[1 - k];
+    int64_t since = t - x->watch_t;
+    bool has = v->qt > v->qh;
+
+    if (since < SIM_RESCUE_NS)
+        return false;
+    x->watch_t = t;
+    if (sim_rescue_steals(since, SIM_RESCUE_NS, x->watch_had, has, v->done == x->watch_done)) {
+        x->watch_had = false;
+        sim_steal(m, x, v, sim_steal_count(sim_view_of(m, (unsigned)(1 - k)), false), t);
+        return true;
+    }
+    x->watch_done = v->done;
+    x->watch_had = has;
+    return false;
+}
+
 /* Routee k looks for its next job at time t (lib/worker.c: next_job()). */
 static void sim_next(sim *m, size_t k, int64_t t)
 {
     simw *x = &m->w[k], *v;
     int64_t d;
     int vi;
-    unsigned want;
 
+    if (x->busy)
+        x->done++;
     x->busy = false;
     if (x->bh < x->bn) {
         sim_run(m, x, x->batch[x->bh++], t);
+    } else if (m->steal && ROUTEES == 2 && x->qh < x->qt && sim_rescue(m, k, t)) {
+        /* running the rescued job */
     } else if (x->qh < x->qt) {
         sim_run(m, x, x->q[x->qh++], t);
     } else if (m->steal && (vi = sim_pick_victim(m, sim_view_of, ROUTEES, (unsigned)k, &d)) >= 0) {
         v = &m->w[vi];
-        want = sim_steal_count(sim_view_of(m, (unsigned)vi), false);
-        x->bh = x->bn = 0;
-        while (x->bn < want)
-            x->batch[x->bn++] = v->q[v->qh++];
-        sim_run(m, x, x->batch[x->bh++], t);
+        x->watch_had = false; /* as steal_from(): the rescue saw this work */
+        sim_steal(m, x, v, sim_steal_count(sim_view_of(m, (unsigned)vi), false), t);
     }
 }
 

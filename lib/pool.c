@@ -212,6 +212,8 @@ static int init_routees(rp_pool *pool, const rp_pool_options *o)
         atomic_init(&r->sleeps, 0);
         atomic_init(&r->sleep_gen, 0);
         atomic_init(&r->rerouted, 0);
+        atomic_init(&r->rescues, 0);
+        r->watch_left = r->watch_every = 1;
         r->spin_ns = pool->spin_ns;
         rc = rp__mailbox_init(&r->mb, &pool->arena, o->mailbox_capacity,
                               o->overflow, rp__routee_mailbox_handback, r, (int)i);

@@ -54,6 +54,9 @@ struct rp_routee {
      * before it looked again (worker.c, gather_alone).  Owner-only writes;
      * read by tests. */
     _Atomic uint64_t gathers;
+    /* Steals of the rescue (steal.c, rp__steal_rescue).  Owner-only
+     * writes; read by tests. */
+    _Atomic uint64_t rescues;
     /* Odd while the routee sleeps (or trims its own lanes while asleep),
      * even while it may touch other routees' lanes: a trim's proof that
      * no thief is inside its lanes (lane.c, "Trimming").  Owner-only
@@ -88,6 +91,15 @@ struct rp_routee {
      * none, or it had none ready when last looked at). */
     unsigned passed_young;
     struct rp_routee *last_victim;
+    /* Owner-only: the rescue's watch (steal.c, rp__steal_rescue).  The
+     * routee watched, its run count and whether it had stealable work at
+     * the last look (watch_at); the clock is read once per watch_every
+     * takes (watch_left to go), a count fitted to this routee's pace. */
+    struct rp_routee *watch;
+    uint64_t watch_run;
+    int64_t watch_at, watch_read;
+    unsigned watch_left, watch_every;
+    bool watch_had;
     rp__mailbox mb;
 };
 

@@ -212,6 +212,8 @@ static bool steal_from(rp_routee *r, rp_routee *victim, int64_t depth, bool *sea
         return false;
     rp__owner_add(&r->stole, got);
     r->last_victim = victim;
+    if (victim == r->watch)
+        r->watch_had = false; /* the work the rescue saw may be what we took */
     /* A whole record of tells brought more than our share (a grown one:
      * lane.c, "Growing"): the rest goes on our own stealable lane, where
      * the victim, once free, takes it back, instead of waiting behind us
@@ -261,6 +263,72 @@ bool rp__steal_again(rp_routee *r, bool *searching, rp__job *out)
         return false;
     }
     return true;
+}
+
+/*
+ * The rescue: a routee busy with work of its own never steals as a thief
+ * does, so a routee stuck in a long job, or whose CPU was taken, or whose
+ * wake-up is late, would keep its queue to itself until it runs again,
+ * while a central queue would hand those jobs to the free worker.  So a
+ * routee with work of its own looks at one other routee every
+ * RP__RESCUE_NS: when that routee had stealable work at the last look,
+ * still has, and finished no job since, the work queued then has waited
+ * at least RP__RESCUE_NS behind a routee making no progress, and is
+ * stolen (the oldest first, half the depth, as any steal).  One routee's
+ * lines per look, never a scan: a pool of n routees watches each in turn.
+ * A look more than 4 RP__RESCUE_NS after the last (this routee slept or
+ * ran a long job) only watches: the work seen then may be gone and what
+ * is queued now new; so does the first look after any steal of ours from
+ * the routee watched (steal_from).
+ *
+ * The clock is read once per watch_every takes, a count fitted to the
+ * routee's pace so that the reads come about RP__RESCUE_NS / 2 apart:
+ * once per job of 100 us, once per RP__RESCUE_TAKES_MAX takes of tiny
+ * ones (a decrement per take, a clock read per few hundred ns of work).
+ * Measured with rp-bench-sim --rescue-ns: design.md, "Rescue".
+ */
+static unsigned watch_pace(unsigned takes, int64_t elapsed)
+{
+    int64_t n;
+
+    if (elapsed <= 0)
+        return RP__RESCUE_TAKES_MAX;
+    n = (int64_t)takes * (RP__RESCUE_NS / 2) / elapsed;
+    return n < 1 ? 1 : n > RP__RESCUE_TAKES_MAX ? RP__RESCUE_TAKES_MAX : (unsigned)n;
+}
+
+/* The routee watched after r->watch (after r itself at first), never r. */
+static rp_routee *next_watched(rp_routee *r)
+{
+    rp_pool *pool = r->pool;
+    unsigned i = ((unsigned)(r->watch ? r->watch->index : r->index) + 1) % pool->n;
+
+    if (i == (unsigned)r->index)
+        i = (i + 1) % pool->n;
+    return &pool->routees[i];
+}
+
+bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out)
+{
+    int64_t now = rp__now_ns(), since = now - r->watch_at;
+    rp_routee *v = r->watch;
+
+    r->watch_left = r->watch_every = watch_pace(r->watch_every, now - r->watch_read);
+    r->watch_read = now;
+    if (r->pool->n < 2 || since < RP__RESCUE_NS)
+        return false;
+    r->watch_at = now;
+    if (v && r->watch_had && since <= 4 * RP__RESCUE_NS &&
+        atomic_load_explicit(&v->run, memory_order_relaxed) == r->watch_run &&
+        rp__mailbox_has_stealable(&v->mb) &&
+        steal_from(r, v, rp__mailbox_depth(&v->mb), searching, out)) {
+        rp__owner_add(&r->rescues, 1);
+        return true;
+    }
+    v = r->watch = next_watched(r);
+    r->watch_run = atomic_load_explicit(&v->run, memory_order_relaxed);
+    r->watch_had = rp__mailbox_has_stealable(&v->mb);
+    return false;
 }
 
 bool rp__steal_take(rp_routee *r, rp__job *out)

@@ -41,6 +41,17 @@ bool rp__steal_batch(rp_routee *r, bool *searching, rp__job *out);
  * ready: more than a young record (lane.c, "Growing").  Forgets the
  * victim when it has none. */
 bool rp__steal_again(rp_routee *r, bool *searching, rp__job *out);
+/* The rescue: how often a routee with work of its own looks at another,
+ * and how many takes may pass between two reads of its clock. */
+#define RP__RESCUE_NS 10000
+#define RP__RESCUE_TAKES_MAX 256u
+/* Called every r->watch_left takes of a routee that steals: reads the
+ * clock and, RP__RESCUE_NS after its last look, looks at the routee it
+ * watches.  When that routee had stealable work at the last look, still
+ * has, and finished no job since (a long job, its CPU taken, a late
+ * wake-up), steals from it as rp__steal_batch() would, the first job into
+ * *out; otherwise watches the next routee.  Resets r->watch_left. */
+bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out);
 /* The next job of r's stolen (or batch-run) batch into *out; false when
  * the batch is done. */
 bool rp__steal_take(rp_routee *r, rp__job *out);

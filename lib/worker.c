@@ -446,6 +446,10 @@ static bool next_job(rp_routee *r, bool *searching, rp__job *out)
         young = let_young_grow(r, young);
     if (pass_young(r, young, searching, out))
         return true;
+    /* Every watch_left takes: the rescue of a routee that makes no
+     * progress (steal.c, rp__steal_rescue), before our own. */
+    if (r->pool->steal && --r->watch_left == 0 && rp__steal_rescue(r, searching, out))
+        return true;
     return take_own(r, out) || (r->pool->steal && rp__steal_batch(r, searching, out));
 }
 

@@ -184,8 +184,12 @@ typedef struct rp_pool_options {
     /** Work stealing: a routee whose own queue is empty takes the oldest
      *  stealable jobs of the deepest routee before it sleeps, and a
      *  sleeping routee is woken when stealable work waits behind a busy
-     *  one.  Pinned jobs (keyed, broadcast copies, rp_routee_tell, pinned
-     *  by a custom strategy) are never stolen.  Default true. */
+     *  one; a routee busy with work of its own also takes the stealable
+     *  jobs of a routee that finished nothing for 10 us while they waited
+     *  (a long job, its thread preempted; docs/stealing.md, "A stuck
+     *  routee's queue").  Pinned jobs (keyed, broadcast copies,
+     *  rp_routee_tell, pinned by a custom strategy) are never stolen.
+     *  Default true. */
     bool steal;
     /** How long, in microseconds, a routee that ran out of work keeps
      *  looking for more (its own mailbox, and stealable work when steal is

@@ -462,20 +462,15 @@ static int pick_victim(sim *s, unsigned me, int64_t *depth)
     return victim;
 }
 
-/* steal(): take sim_steal_count() jobs of the victim, run the first. */
-static bool steal(sim *s, unsigned me, sjob *out, int64_t t)
+/* steal_from() (lib/steal.c): take sim_steal_count() jobs of routee vi,
+ * the first into *out, the rest into our batch, and hand the search on. */
+static void steal_from(sim *s, unsigned me, unsigned vi, sjob *out, int64_t t)
 {
-    int64_t depth;
-    int vi = pick_victim(s, me, &depth);
-    sroutee *x = &s->r[me], *v;
-    unsigned got;
+    sroutee *x = &s->r[me], *v = &s->r[vi];
+    unsigned got = sim_steal_count(view_of(s, vi), s->m->steal_one);
 
-    if (vi < 0)
-        return false;
-    v = &s->r[vi];
-    if ((unsigned)vi == x->watch)
-        x->watch_had = false; /* as steal_from(): the work the rescue saw may be this */
-    got = sim_steal_count(view_of(s, (unsigned)vi), s->m->steal_one);
+    if (vi == x->watch)
+        x->watch_had = false; /* the work the rescue saw may be this */
     *out = fifo_pop(&v->q);
     x->bh = 0;
     x->bn = got - 1;
@@ -484,8 +479,19 @@ static bool steal(sim *s, unsigned me, sjob *out, int64_t t)
     s->queued -= got;
     s->stolen += got;
     stop_searching(s, x); /* before the hand-off, as worker.c does */
-    if (sim_worth_stealing(view_of(s, (unsigned)vi)))
+    if (sim_worth_stealing(view_of(s, vi)))
         wake_thief(s, t);
+}
+
+/* steal(): from the victim pick_victim() chose, run the first. */
+static bool steal(sim *s, unsigned me, sjob *out, int64_t t)
+{
+    int64_t depth;
+    int vi = pick_victim(s, me, &depth);
+
+    if (vi < 0)
+        return false;
+    steal_from(s, me, (unsigned)vi, out, t);
     return true;
 }
 
@@ -521,7 +527,6 @@ static bool rescue(sim *s, unsigned me, sjob *out, int64_t t)
 {
     sroutee *x = &s->r[me], *v;
     int64_t since = t - x->watch_t;
-    unsigned got;
 
     if (s->k < 2 || since < s->m->rescue_ns)
         return false;
@@ -531,15 +536,7 @@ static bool rescue(sim *s, unsigned me, sjob *out, int64_t t)
     v = &s->r[x->watch];
     if (sim_rescue_steals(since, s->m->rescue_ns, x->watch_had, v->q.n > 0,
                           v->done == x->watch_done)) {
-        got = sim_steal_count(view_of(s, x->watch), s->m->steal_one);
-        *out = fifo_pop(&v->q);
-        x->bh = 0;
-        x->bn = got - 1;
-        for (unsigned i = 0; i + 1 < got; i++)
-            x->batch[i] = fifo_pop(&v->q);
-        s->queued -= got;
-        s->stolen += got;
-        x->watch_had = false; /* as steal_from() */
+        steal_from(s, me, x->watch, out, t);
         return true;
     }
     if (s->k > 2 && (x->watch = (x->watch + 1) % s->k) == me)

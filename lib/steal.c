@@ -284,8 +284,9 @@ bool rp__steal_again(rp_routee *r, bool *searching, rp__job *out)
  * The clock is read once per watch_every takes, a count fitted to the
  * routee's pace so that the reads come about RP__RESCUE_NS / 2 apart:
  * once per job of 100 us, once per RP__RESCUE_TAKES_MAX takes of tiny
- * ones (a decrement per take, a clock read per few hundred ns of work).
- * Measured with rp-bench-sim --rescue-ns: design.md, "Rescue".
+ * ones (a decrement per take; for empty jobs a clock read every ~10 us).
+ * Chosen and measured with rp-bench-sim --rescue-ns: design.md, "The
+ * rescue".
  */
 static unsigned watch_pace(unsigned takes, int64_t elapsed)
 {

@@ -20,34 +20,13 @@
 #include "pool_record.h"
 #include "routee_record.h"
 #include "steal.h"
+#include "steal_fixture.h"
 
 TestSuite(rescue, .fini = rp_leak_check);
 
 static gate g0, g1;
-static atomic_int ran, ran_on_1, chained;
+static atomic_int chained;
 static atomic_bool chain_stop;
-
-static void gate_job(rp_job_ctx *ctx, void *arg)
-{
-    (void)ctx;
-    gate_pass(arg);
-}
-
-static void count_job(rp_job_ctx *ctx, void *arg)
-{
-    (void)arg;
-    if (rp_job_routee(ctx) == 1)
-        atomic_fetch_add(&ran_on_1, 1);
-    atomic_fetch_add(&ran, 1);
-}
-
-/* count_job under another name: tells of alternating functions never
- * share a record (lib/lane.c, "Growing"), so a steal takes half the
- * depth in jobs. */
-static void count_job_too(rp_job_ctx *ctx, void *arg)
-{
-    count_job(ctx, arg);
-}
 
 /* Routee 1's own work: a job that queues the next one on its routee
  * (pinned: never stolen) before it returns, until chain_stop. */
@@ -62,14 +41,6 @@ static void chain_job(rp_job_ctx *ctx, void *arg)
     if (!atomic_load(&chain_stop))
         cr_assert_eq(rp_routee_tell(self, chain_job, self), 0);
     (void)ctx;
-}
-
-static int to_zero(void *user, rp_route_state *st, rp_routee *const *routees, size_t n,
-                   size_t *out)
-{
-    (void)user, (void)st, (void)routees, (void)n;
-    out[0] = 0;
-    return 1;
 }
 
 static rp_pool *two_routees(void)
@@ -208,7 +179,10 @@ Test(rescue, work_waiting_since_the_last_look_behind_no_progress_is_stolen)
     cr_assert_geq(atomic_load(&ran_on_1), 2);
 }
 
-Test(rescue, a_routee_that_finished_a_job_since_the_last_look_keeps_its_work)
+/* A look after `looked(ago, had, run)` that must not steal: routee 0
+ * keeps its 4 jobs, and the look watches routee 0 afresh (its run count
+ * now, and the work it has). */
+static void no_rescue(int64_t ago, bool had, int64_t run_delta, const char *why)
 {
     rp_pool *pool = both_blocked();
     rp_routee *r1 = &pool->routees[1];
@@ -216,42 +190,29 @@ Test(rescue, a_routee_that_finished_a_job_since_the_last_look_keeps_its_work)
     bool searching = false;
     rp__job job;
 
-    looked(r1, 2 * RP__RESCUE_NS, true, run0 - 1);
-    cr_assert_not(rp__steal_rescue(r1, &searching, &job), "a routee making progress was robbed");
-    /* It watches routee 0 again, from its count now. */
-    cr_assert_eq(r1->watch, &pool->routees[0]);
-    cr_assert_eq(r1->watch_run, run0);
+    looked(r1, ago, had, run0 + (uint64_t)run_delta);
+    cr_assert_not(rp__steal_rescue(r1, &searching, &job), "%s", why);
     cr_assert_eq(atomic_load(&r1->rescues), 0);
     cr_assert_eq(rp__mailbox_depth(&pool->routees[0].mb), 4);
+    cr_assert_eq(r1->watch, &pool->routees[0]);
+    cr_assert_eq(r1->watch_run, run0);
+    cr_assert(r1->watch_had, "the look records the work it saw");
     finish_blocked(pool);
+}
+
+Test(rescue, a_routee_that_finished_a_job_since_the_last_look_keeps_its_work)
+{
+    no_rescue(2 * RP__RESCUE_NS, true, -1, "a routee making progress was robbed");
 }
 
 Test(rescue, work_not_queued_at_the_last_look_is_not_stolen)
 {
-    rp_pool *pool = both_blocked();
-    rp_routee *r1 = &pool->routees[1];
-    bool searching = false;
-    rp__job job;
-
-    looked(r1, 2 * RP__RESCUE_NS, false, atomic_load(&pool->routees[0].run));
-    cr_assert_not(rp__steal_rescue(r1, &searching, &job), "work that may be new was stolen");
-    cr_assert(r1->watch_had, "the look records the work it saw");
-    cr_assert_eq(rp__mailbox_depth(&pool->routees[0].mb), 4);
-    finish_blocked(pool);
+    no_rescue(2 * RP__RESCUE_NS, false, 0, "work that may be new was stolen");
 }
 
+/* Routee 1 slept (or ran a long job) since its last look: the work seen
+ * then may be gone, and what is queued now new. */
 Test(rescue, a_look_long_after_the_last_only_watches)
 {
-    rp_pool *pool = both_blocked();
-    rp_routee *r1 = &pool->routees[1];
-    bool searching = false;
-    rp__job job;
-
-    /* Routee 1 slept (or ran a long job) since: the work seen then may
-     * have come just now. */
-    looked(r1, 5 * RP__RESCUE_NS, true, atomic_load(&pool->routees[0].run));
-    cr_assert_not(rp__steal_rescue(r1, &searching, &job));
-    cr_assert_eq(rp__mailbox_depth(&pool->routees[0].mb), 4);
-    cr_assert_eq(atomic_load(&r1->rescues), 0);
-    finish_blocked(pool);
+    no_rescue(5 * RP__RESCUE_NS, true, 0, "a stale look stole");
 }

@@ -19,41 +19,11 @@
 #include "pool_record.h"
 #include "routee_record.h"
 #include "steal.h"
+#include "steal_fixture.h"
 
 TestSuite(thief, .fini = rp_leak_check);
 
 static gate g;
-static atomic_int ran, ran_on_1;
-
-static void gate_job(rp_job_ctx *ctx, void *arg)
-{
-    (void)ctx;
-    gate_pass(arg);
-}
-
-static void count_job(rp_job_ctx *ctx, void *arg)
-{
-    (void)arg;
-    if (rp_job_routee(ctx) == 1)
-        atomic_fetch_add(&ran_on_1, 1);
-    atomic_fetch_add(&ran, 1);
-}
-
-/* count_job under another name: tells of alternating functions never
- * share a record (lib/lane.c, "Growing"), so a steal's size is counted
- * in jobs, as the policy states it. */
-static void count_job_too(rp_job_ctx *ctx, void *arg)
-{
-    count_job(ctx, arg);
-}
-
-static int to_zero(void *user, rp_route_state *st, rp_routee *const *routees, size_t n,
-                   size_t *out)
-{
-    (void)user, (void)st, (void)routees, (void)n;
-    out[0] = 0;
-    return 1;
-}
 
 /* Two stealing routees that sleep at once, routed by route. */
 static void two_routees(rp_pool_options *o, const char *name, rp_strategy_fn route)

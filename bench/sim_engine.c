@@ -462,17 +462,12 @@ static int pick_victim(sim *s, unsigned me, int64_t *depth)
     return victim;
 }
 
-/* steal_from() (lib/steal.c): take sim_steal_count() jobs of routee vi
- * (half of depth), the first into *out, the rest into our batch, and hand
- * the search on. */
-static void steal_from(sim *s, unsigned me, unsigned vi, int64_t depth, sjob *out, int64_t t)
+/* steal_from() (lib/steal.c): take sim_steal_count() jobs of routee vi,
+ * the first into *out, the rest into our batch, and hand the search on. */
+static void steal_from(sim *s, unsigned me, unsigned vi, sjob *out, int64_t t)
 {
     sroutee *x = &s->r[me], *v = &s->r[vi];
-    sim_view vw = view_of(s, vi);
-    unsigned got;
-
-    vw.depth = depth;
-    got = sim_steal_count(vw, s->m->steal_one);
+    unsigned got = sim_steal_count(view_of(s, vi), s->m->steal_one);
 
     if (vi == x->watch)
         x->watch_had = false; /* the work the rescue saw may be this */
@@ -496,7 +491,7 @@ static bool steal(sim *s, unsigned me, sjob *out, int64_t t)
 
     if (vi < 0)
         return false;
-    steal_from(s, me, (unsigned)vi, depth, out, t);
+    steal_from(s, me, (unsigned)vi, out, t);
     return true;
 }
 
@@ -541,7 +536,7 @@ static bool rescue(sim *s, unsigned me, sjob *out, int64_t t)
     v = &s->r[x->watch];
     if (sim_rescue_steals(since, s->m->rescue_ns, x->watch_had, v->q.n > 0,
                           v->done == x->watch_done)) {
-        steal_from(s, me, x->watch, sim_rescue_depth(depth_of(v), depth_of(x)), out, t);
+        steal_from(s, me, x->watch, out, t);
         return true;
     }
     if (s->k > 2 && (x->watch = (x->watch + 1) % s->k) == me)

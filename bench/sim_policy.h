@@ -105,15 +105,6 @@ static inline bool sim_rescue_steals(int64_t since, int64_t rescue_ns, bool had,
     return since <= 4 * rescue_ns && had && has && stuck;
 }
 
-/** rp__steal_rescue(): the depth a rescue halves - what the stuck routee
- *  holds beyond the rescuer's own depth (at least 2: one job), so that
- *  the two queues come out about even instead of the rescued batch
- *  running ahead of a deep queue of the rescuer's own. */
-static inline int64_t sim_rescue_depth(int64_t victim_depth, int64_t own_depth)
-{
-    return victim_depth - own_depth < 2 ? 2 : victim_depth - own_depth;
-}
-
 /** wake_thief(): the routee to wake, the lowest set bit of idle (one bit
  *  per routee, k of them), or -1 when none is idle or a thief is still
  *  searching (searching != 0). */

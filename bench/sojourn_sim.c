@@ -88,10 +88,7 @@ static bool sim_rescue(sim *m, size_t k, int64_t t)
     x->watch_t = t;
     if (sim_rescue_steals(since, SIM_RESCUE_NS, x->watch_had, has, v->done == x->watch_done)) {
         x->watch_had = false;
-        sim_view vw = sim_view_of(m, (unsigned)(1 - k));
-
-        vw.depth = sim_rescue_depth(vw.depth, sim_depth(x));
-        sim_steal(m, x, v, sim_steal_count(vw, false), t);
+        sim_steal(m, x, v, sim_steal_count(sim_view_of(m, (unsigned)(1 - k)), false), t);
         return true;
     }
     x->watch_done = v->done;

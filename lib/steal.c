@@ -274,8 +274,7 @@ bool rp__steal_again(rp_routee *r, bool *searching, rp__job *out)
  * RP__RESCUE_NS: when that routee had stealable work at the last look,
  * still has, and finished no job since, the work queued then has waited
  * at least RP__RESCUE_NS behind a routee making no progress, and is
- * stolen as any steal takes (the oldest first), half of what the stuck
- * routee holds beyond our own depth (rescue_depth).  One routee's
+ * stolen (the oldest first, half the depth, as any steal).  One routee's
  * lines per look, never a scan: a pool of n routees watches each in turn.
  * A look more than 4 RP__RESCUE_NS after the last (this routee slept or
  * ran a long job) only watches: the work seen then may be gone and what
@@ -297,16 +296,6 @@ static unsigned watch_pace(unsigned takes, int64_t elapsed)
         return RP__RESCUE_TAKES_MAX;
     n = (int64_t)takes * (RP__RESCUE_NS / 2) / elapsed;
     return n < 1 ? 1 : n > RP__RESCUE_TAKES_MAX ? RP__RESCUE_TAKES_MAX : (unsigned)n;
-}
-
-/* The depth a rescue halves: what the stuck routee holds beyond our own
- * depth (at least 2: one job), so that the two queues come out about
- * even - a rescued batch runs ahead of all our own queued jobs.  Measured
- * in the simulator against half the stuck routee's depth: design.md, "The
- * rescue". */
-static int64_t rescue_depth(int64_t victim, int64_t own)
-{
-    return victim - own < 2 ? 2 : victim - own;
 }
 
 /* The routee watched after r->watch (after r itself at first), never r. */
@@ -333,8 +322,7 @@ bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out)
     if (v && r->watch_had && since <= 4 * RP__RESCUE_NS &&
         atomic_load_explicit(&v->run, memory_order_relaxed) == r->watch_run &&
         rp__mailbox_has_stealable(&v->mb) &&
-        steal_from(r, v, rescue_depth(rp__mailbox_depth(&v->mb), rp__mailbox_depth(&r->mb)),
-                   searching, out)) {
+        steal_from(r, v, rp__mailbox_depth(&v->mb), searching, out)) {
         rp__owner_add(&r->rescues, 1);
         return true;
     }

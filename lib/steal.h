@@ -49,9 +49,8 @@ bool rp__steal_again(rp_routee *r, bool *searching, rp__job *out);
  * clock and, RP__RESCUE_NS after its last look, looks at the routee it
  * watches.  When that routee had stealable work at the last look, still
  * has, and finished no job since (a long job, its CPU taken, a late
- * wake-up), steals from it as rp__steal_batch() would - half of what it
- * holds beyond r's own depth - the first job into *out; otherwise
- * watches the next routee.  Resets r->watch_left. */
+ * wake-up), steals from it as rp__steal_batch() would, the first job into
+ * *out; otherwise watches the next routee.  Resets r->watch_left. */
 bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out);
 /* The next job of r's stolen (or batch-run) batch into *out; false when
  * the batch is done. */

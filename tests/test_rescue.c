@@ -135,20 +135,15 @@ static void run_as_1(rp_routee *r1, const rp__job *job)
     rp__owner_add(&r1->run, 1);
 }
 
-static void finish_blocked_with(rp_pool *pool, int jobs)
+static void finish_blocked(rp_pool *pool)
 {
     gate_open(&g0);
     gate_open(&g1);
     cr_assert_eq(rp_pool_wait_idle(pool, 10000), 0, "%s", rp_errmsg());
-    cr_assert_eq(atomic_load(&ran), jobs);
+    cr_assert_eq(atomic_load(&ran), 4);
     rp_pool_destroy(pool);
     gate_destroy(&g0);
     gate_destroy(&g1);
-}
-
-static void finish_blocked(rp_pool *pool)
-{
-    finish_blocked_with(pool, 4);
 }
 
 Test(rescue, work_waiting_since_the_last_look_behind_no_progress_is_stolen)
@@ -182,29 +177,6 @@ Test(rescue, work_waiting_since_the_last_look_behind_no_progress_is_stolen)
      * free, routee 1 may steal more of routee 0's). */
     finish_blocked(pool);
     cr_assert_geq(atomic_load(&ran_on_1), 2);
-}
-
-/* A rescued batch runs ahead of the rescuer's own queue: with 2 jobs of
- * its own, routee 1 takes half of what routee 0 holds beyond that (4 - 2:
- * one job), not half of routee 0's 4. */
-Test(rescue, a_rescuer_with_work_of_its_own_takes_half_the_difference)
-{
-    rp_pool *pool = two_routees();
-    rp_routee *r1 = &pool->routees[1];
-    bool searching = false;
-    rp__job job;
-
-    cr_assert_eq(rp_routee_tell(r1, gate_job, &g1), 0);
-    cr_assert(gate_wait_entered(&g1, 1, 5000), "routee 1 never reached its gate");
-    for (int i = 0; i < 2; i++)
-        cr_assert_eq(rp_routee_tell(r1, i % 2 ? count_job_too : count_job, NULL), 0);
-    queue_behind_0(pool, 4);
-    looked(r1, 2 * RP__RESCUE_NS, true, atomic_load(&pool->routees[0].run));
-    cr_assert(rp__steal_rescue(r1, &searching, &job));
-    cr_assert_eq(atomic_load(&r1->stole), 1);
-    cr_assert_eq(rp__mailbox_depth(&pool->routees[0].mb), 3);
-    run_as_1(r1, &job);
-    finish_blocked_with(pool, 6);
 }
 
 /* A look after `looked(ago, had, run)` that must not steal: routee 0

@@ -16,6 +16,7 @@
  * that finds more backlog after its steal wakes the next one, so wake-ups
  * grow with the work, not with the number of jobs (no thundering herd).
  */
+#include <limits.h>
 #include <sched.h>
 #include <stdint.h>
 
@@ -311,12 +312,18 @@ static rp_routee *next_watched(rp_routee *r)
 
 bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out)
 {
-    int64_t now = rp__now_ns(), since = now - r->watch_at;
+    int64_t now, since;
     rp_routee *v = r->watch;
 
+    if (r->pool->n < 2) {
+        r->watch_left = UINT_MAX; /* nobody to watch: no clock reads */
+        return false;
+    }
+    now = rp__now_ns();
+    since = now - r->watch_at;
     r->watch_left = r->watch_every = watch_pace(r->watch_every, now - r->watch_read);
     r->watch_read = now;
-    if (r->pool->n < 2 || since < RP__RESCUE_NS)
+    if (since < RP__RESCUE_NS)
         return false;
     r->watch_at = now;
     if (v && r->watch_had && since <= 4 * RP__RESCUE_NS &&

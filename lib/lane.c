@@ -673,10 +673,24 @@ static void fill_bulk(rp__lane_rec *rec, const rp__job *jobs, size_t n)
     rp__tsan_release(rec);
 }
 
+/* Link recs[0..n) into a chain, as ck_fifo_mpmc_enqueue() prepares one
+ * entry, each with its prefetch hint, and append it with one CAS. */
+static void link_chain(rp__lane *lane, rp__lane_rec *const *recs, size_t n)
+{
+    rp__tsan_ignore_begin();
+    for (size_t i = 0; i < n; i++) {
+        recs[i]->fifo.value = i + RP__LANE_AHEAD < n ? recs[i + RP__LANE_AHEAD] : NULL;
+        recs[i]->fifo.next.pointer = i + 1 < n ? &recs[i + 1]->fifo : NULL;
+        recs[i]->fifo.next.generation = 0;
+    }
+    enqueue_chain(&lane->fifo, &recs[0]->fifo, &recs[n - 1]->fifo);
+    rp__tsan_ignore_end();
+}
+
 size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n, bool bulk)
 {
     rp__lane_rec *recs[RP__LANE_CHAIN_MAX];
-    size_t first[RP__LANE_CHAIN_MAX + 1], got, nrec = 0, done, start = 0;
+    size_t first[RP__LANE_CHAIN_MAX + 1], got, nrec = 0, start = 0;
     int64_t stamp = 0; /* the current record's sampled jobs' */
     bool open = false; /* whether the current record may grow */
 
@@ -702,17 +716,74 @@ size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n, bool bulk)
         return 0;
     for (size_t i = 0; i < got; i++)
         fill_bulk(recs[i], &jobs[first[i]], first[i + 1] - first[i]);
-    done = first[got];
-    /* Link them as ck_fifo_mpmc_enqueue() prepares one entry. */
-    rp__tsan_ignore_begin();
-    for (size_t i = 0; i < got; i++) {
-        recs[i]->fifo.value = i + RP__LANE_AHEAD < got ? recs[i + RP__LANE_AHEAD] : NULL;
-        recs[i]->fifo.next.pointer = i + 1 < got ? &recs[i + 1]->fifo : NULL;
-        recs[i]->fifo.next.generation = 0;
+    link_chain(lane, recs, got);
+    return first[got];
+}
+
+/* Jobs args[0..n) of one function, sequence numbers seq, seq + 1, ...,
+ * into one record: what new_job(), stamp() and fill_bulk() make of the
+ * same jobs, without building them first.  samples: bit i when job i is
+ * sampled, with stamp. */
+static void fill_args(rp__lane_rec *rec, rp_job_fn fn, void *const *args, unsigned n,
+                      uint64_t seq, uint32_t samples, int64_t stamp)
+{
+    if (n == 1) {
+        rp__job job = {.fn = fn, .arg = args[0], .flags = RP__JOB_BATCH};
+
+        if (samples) {
+            job.flags |= RP__JOB_SAMPLED;
+            job.enq_ns = stamp;
+        }
+        atomic_store_explicit(&job.seq, seq, memory_order_relaxed);
+        fill(rec, &job);
+        return;
     }
-    enqueue_chain(&lane->fifo, &recs[0]->fifo, &recs[got - 1]->fifo);
-    rp__tsan_ignore_end();
-    return done;
+    for (unsigned i = 1; i < n; i++)
+        rec->more[i - 1] = args[i];
+    if (samples)
+        rec->stamp = stamp;
+    rec->fn = fn;
+    rec->arg = args[0];
+    rec->flags = RP__JOB_BATCH | RP__JOB_BULK | samples << RP__BULK_SAMPLE_SHIFT |
+                 (uint32_t)n << RP__BULK_SHIFT;
+    rec->submit_tid = 0;
+    atomic_store_explicit(&rec->seq, seq, memory_order_relaxed);
+    rp__tsan_release(rec);
+}
+
+size_t rp__lane_push_args(rp__lane *lane, rp_job_fn fn, void *const *args, size_t n,
+                          uint64_t seq, uint64_t sampled, int64_t stamp)
+{
+    rp__lane_rec *recs[RP__LANE_CHAIN_MAX];
+    size_t first[RP__LANE_CHAIN_MAX + 1], got, nrec = 0, start = 0;
+    bool has = false; /* the current record holds a sampled job */
+
+    if (n > RP__LANE_CHAIN_MAX)
+        n = RP__LANE_CHAIN_MAX;
+    /* joins_bulk()'s rule: up to RP__LANE_BULK jobs a record, one fewer
+     * once a sampled job is in it (its stamp takes the last slot). */
+    for (size_t i = 0; i < n; i++) {
+        bool s = (sampled >> i) & 1u;
+
+        if (i && i - start < (has || s ? RP__LANE_BULK - 1 : RP__LANE_BULK)) {
+            has = has || s;
+            continue;
+        }
+        first[nrec++] = start = i;
+        has = s;
+    }
+    first[nrec] = n;
+    /* All records first, then the writes (as rp__lane_push_n). */
+    if ((got = get_recs(lane, recs, nrec)) == 0)
+        return 0;
+    for (size_t i = 0; i < got; i++) {
+        size_t f = first[i], k = first[i + 1] - f;
+
+        fill_args(recs[i], fn, args + f, (unsigned)k, seq + f,
+                  (uint32_t)((sampled >> f) & ((1u << k) - 1)), stamp);
+    }
+    link_chain(lane, recs, got);
+    return first[got];
 }
 
 /* How many jobs a record carries: a racy read before the commit (see the

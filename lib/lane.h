@@ -192,6 +192,14 @@ int rp__lane_push_mp(rp__lane *lane, const rp__job *job, bool grow);
  * first ones).  n at most RP__LANE_CHAIN_MAX. */
 #define RP__LANE_CHAIN_MAX 64u
 size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n, bool bulk);
+/* rp__lane_push_n(jobs, n, true) of the batch jobs a batch call makes of
+ * args[0..n) (function fn, sequence numbers seq, seq + 1, ..., none
+ * traced), without building them first: the same records.  sampled: bit
+ * i when job i is sampled for the metrics, all with the enqueue stamp
+ * stamp (nonzero then).  Returns as rp__lane_push_n(); n at most
+ * RP__LANE_CHAIN_MAX. */
+size_t rp__lane_push_args(rp__lane *lane, rp_job_fn fn, void *const *args, size_t n,
+                          uint64_t seq, uint64_t sampled, int64_t stamp);
 /* Take the oldest job into *out; false when the lane is empty.  Never on a
  * lane that holds bulks (an evicting producer: bounded mailboxes, which
  * push none). */

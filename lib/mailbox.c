@@ -150,7 +150,7 @@ static int64_t push_time(int64_t *now)
  * for the queue-wait histogram (read by whoever runs the job).  The
  * histogram's count is the sum of its buckets (metrics.c): two locked
  * adds, not three. */
-static void sample_enqueue(rp__mailbox *mb, rp__job *job, int64_t found, int64_t now_ns)
+static void sample_depth(rp__mailbox *mb, int64_t found)
 {
     int b = 0;
 
@@ -158,6 +158,11 @@ static void sample_enqueue(rp__mailbox *mb, rp__job *job, int64_t found, int64_t
         b++;
     atomic_fetch_add_explicit(&mb->depth_hist[b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&mb->depth_sum, (uint64_t)(found > 0 ? found : 0), memory_order_relaxed);
+}
+
+static void sample_enqueue(rp__mailbox *mb, rp__job *job, int64_t found, int64_t now_ns)
+{
+    sample_depth(mb, found);
     job->enq_ns = now_ns;
     job->flags |= RP__JOB_SAMPLED;
 }
@@ -305,6 +310,49 @@ static size_t reserve_up_to(rp__mailbox *mb, size_t k)
     return (size_t)take;
 }
 
+/* Whether a job of ours may be traced now (rp_pool_trace_start()). */
+static bool tracing(const rp__mailbox *mb)
+{
+    return RP_UNLIKELY(mb->trace_sample != NULL) &&
+           atomic_load_explicit(mb->trace_sample, memory_order_acquire) != 0;
+}
+
+/* A chain of m batch jobs, args[0..m), sequence numbers seq, seq + 1, ...,
+ * the first of which found `found` jobs queued: built as jobs first (a
+ * bounded mailbox's records, one a job; jobs that may be traced). */
+static size_t push_jobs(rp__mailbox *mb, rp_job_fn fn, void *const *args, size_t m, uint64_t seq,
+                        int64_t found, int64_t *now)
+{
+    rp__job jobs[RP__LANE_CHAIN_MAX];
+
+    for (size_t j = 0; j < m; j++) {
+        jobs[j] = new_job(fn, args[j], false, NULL);
+        jobs[j].flags |= RP__JOB_BATCH;
+        stamp(mb, &jobs[j], seq + j, found + (int64_t)j, now);
+    }
+    return rp__lane_push_n(&mb->stealable, jobs, m, mb->capacity == 0);
+}
+
+/* push_jobs() for the common case, an unbounded mailbox with nobody
+ * tracing: the same records and samples, written straight from args
+ * (rp__lane_push_args), with no job built first. */
+static size_t push_args(rp__mailbox *mb, rp_job_fn fn, void *const *args, size_t m, uint64_t seq,
+                        int64_t found, int64_t *now)
+{
+    uint64_t sampled = 0;
+
+    if (mb->metrics) {
+        /* The jobs whose sequence number stamp() samples. */
+        for (size_t j = (RP_METRICS_SAMPLE - seq % RP_METRICS_SAMPLE) % RP_METRICS_SAMPLE; j < m;
+             j += RP_METRICS_SAMPLE) {
+            sample_depth(mb, found + (int64_t)j);
+            sampled |= UINT64_C(1) << j;
+        }
+    }
+    return rp__lane_push_args(&mb->stealable, fn, args, m, seq, sampled,
+                              sampled ? push_time(now) : 0);
+}
+
 size_t rp__mailbox_push_batch_mp(rp__mailbox *mb, rp_job_fn fn, void *const *args, size_t k,
                                  int *rc)
 {
@@ -335,16 +383,13 @@ size_t rp__mailbox_push_batch_mp(rp__mailbox *mb, rp_job_fn fn, void *const *arg
     if (mb->metrics && (before = rp__mailbox_depth(mb) - (int64_t)granted) < 0)
         before = 0;
     for (i = 0; i < granted;) {
-        rp__job jobs[RP__LANE_CHAIN_MAX];
         size_t m = granted - i < RP__LANE_CHAIN_MAX ? granted - i : RP__LANE_CHAIN_MAX, put;
 
-        for (size_t j = 0; j < m; j++) {
-            jobs[j] = new_job(fn, args[i + j], false, NULL);
-            jobs[j].flags |= RP__JOB_BATCH;
-            stamp(mb, &jobs[j], seq + i + j, before + (int64_t)(i + j), &now);
-        }
         /* One link into the lane per chain. */
-        put = rp__lane_push_n(&mb->stealable, jobs, m, mb->capacity == 0);
+        if (RP_LIKELY(mb->capacity == 0 && !tracing(mb)))
+            put = push_args(mb, fn, args + i, m, seq + i, before + (int64_t)i, &now);
+        else
+            put = push_jobs(mb, fn, args + i, m, seq + i, before + (int64_t)i, &now);
         i += put;
         if (RP_LIKELY(put == m))
             continue;

@@ -201,6 +201,95 @@ Test(lane, sampled_jobs_share_a_bulk_with_their_stamp_one_job_fewer)
     lane_down(&lane);
 }
 
+/* Every job of the lane, a record at a time: *nrec records, their sizes
+ * in sizes[], their jobs in out[] (room for 64). */
+static size_t drain_records(rp__lane *lane, rp__job *out, unsigned *sizes, unsigned *nrec)
+{
+    size_t n = 0;
+    unsigned got;
+
+    *nrec = 0;
+    while ((got = rp__lane_steal(lane, out + n, 1)) != 0) {
+        cr_assert_leq(n + got, 64);
+        sizes[(*nrec)++] = got;
+        n += got;
+    }
+    return n;
+}
+
+/* rp__lane_push_args() must make the records rp__lane_push_n() makes of
+ * the jobs a batch call builds (mailbox.c, push_jobs and push_args): the
+ * same record sizes, the same jobs out, a sampled one with its flag and
+ * stamp. */
+static void assert_args_as_jobs(size_t n, uint64_t sampled)
+{
+    rp__lane lane;
+    rp__job jobs[64], want[64], got[64];
+    void *args[64];
+    unsigned want_sizes[64], got_sizes[64], want_n, got_n;
+    const int64_t stamp = 1234567;
+
+    batch_jobs(jobs, n, 5000);
+    for (size_t i = 0; i < n; i++) {
+        args[i] = jobs[i].arg;
+        if ((sampled >> i) & 1u) {
+            jobs[i].flags |= RP__JOB_SAMPLED;
+            jobs[i].enq_ns = stamp;
+        }
+    }
+    lane_up(&lane);
+    cr_assert_eq(rp__lane_push_n(&lane, jobs, n, true), n);
+    cr_assert_eq(drain_records(&lane, want, want_sizes, &want_n), n);
+    lane_down(&lane);
+
+    lane_up(&lane);
+    cr_assert_eq(rp__lane_push_args(&lane, fn_a, args, n, 5000, sampled, sampled ? stamp : 0), n);
+    cr_assert_eq(drain_records(&lane, got, got_sizes, &got_n), n);
+    lane_down(&lane);
+
+    cr_assert_eq(got_n, want_n, "%zu jobs, samples %#llx: %u records, not %u", n,
+                 (unsigned long long)sampled, got_n, want_n);
+    for (unsigned r = 0; r < want_n; r++)
+        cr_assert_eq(got_sizes[r], want_sizes[r], "%zu jobs, samples %#llx: record %u", n,
+                     (unsigned long long)sampled, r);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(got[i].fn, want[i].fn);
+        cr_assert_eq(got[i].arg, want[i].arg, "job %zu: argument", i);
+        cr_assert_eq(atomic_load(&got[i].seq), atomic_load(&want[i].seq), "job %zu: sequence", i);
+        cr_assert_eq(got[i].flags, want[i].flags, "job %zu: flags %#x, not %#x", i, got[i].flags,
+                     want[i].flags);
+        cr_assert_eq(got[i].enq_ns, want[i].enq_ns, "job %zu: stamp", i);
+        cr_assert_eq(got[i].submit_tid, 0);
+        cr_assert_null(got[i].reply.ops);
+    }
+}
+
+Test(lane, a_batch_written_from_its_arguments_makes_the_records_its_jobs_would)
+{
+    static const size_t sizes[] = {1, 2, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64};
+    uint64_t x = 88172645463325252u;
+
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        size_t n = sizes[s];
+        uint64_t all = n == 64 ? ~UINT64_C(0) : (UINT64_C(1) << n) - 1;
+
+        assert_args_as_jobs(n, 0);
+        assert_args_as_jobs(n, all);
+        /* One in 16 (RP_METRICS_SAMPLE), from every offset. */
+        for (unsigned off = 0; off < 16; off++) {
+            uint64_t m = 0;
+
+            for (size_t i = off; i < n; i += 16)
+                m |= UINT64_C(1) << i;
+            assert_args_as_jobs(n, m);
+        }
+        for (int k = 0; k < 20; k++) { /* xorshift: any mix */
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            assert_args_as_jobs(n, x & all);
+        }
+    }
+}
+
 /* rp__lane_pop_mc() is for lanes without bulks (bounded mailboxes push
  * none); meeting one is a library bug, and it aborts rather than write
  * past its one job or drop the others. */

@@ -125,7 +125,7 @@ static bool skip_job(rp_routee *r, rp__reply *reply, void *arg)
     return true;
 }
 
-static void run_job(rp_routee *r, rp__job *job)
+static void run_job(rp_routee *r, const rp__job *job)
 {
     rp_job_ctx ctx = {r->pool, r, job->reply, false};
     rp_job_fn fn = job->fn;
@@ -432,25 +432,30 @@ static bool pass_young(rp_routee *r, unsigned young, bool *searching, rp__job *o
     return false;
 }
 
-/* The next job to run into *out: a stolen (or batch-run) one we hold, our
- * own oldest, or a steal.  False when there is none. */
-static bool next_job(rp_routee *r, bool *searching, rp__job *out)
+/* The next job to run: a stolen (or batch-run) one we hold, run where it
+ * is in r->stolen (the owner alone writes that array, and only between
+ * jobs; run_job() reads the job before it calls it), else our own oldest
+ * or a steal, copied into *spare.  NULL when there is none. */
+static rp__job *next_job(rp_routee *r, bool *searching, rp__job *spare)
 {
     unsigned young;
 
-    if (rp__steal_take(r, out))
-        return true;
+    if (r->stolen_next < r->stolen_count) { /* rp__steal_take(), in place */
+        rp__mailbox_release_owner(&r->mb, 1);
+        return &r->stolen[r->stolen_next++];
+    }
     /* Looked at once, and only by a routee that may wait or pass. */
     young = r->streaming || r->last_victim ? rp__mailbox_young(&r->mb) : 0;
     if (young && r->streaming)
         young = let_young_grow(r, young);
-    if (pass_young(r, young, searching, out))
-        return true;
+    if (pass_young(r, young, searching, spare))
+        return spare;
     /* Every watch_left takes: the rescue of a routee that makes no
      * progress (steal.c, rp__steal_rescue), before our own. */
-    if (r->pool->steal && --r->watch_left == 0 && rp__steal_rescue(r, searching, out))
-        return true;
-    return take_own(r, out) || (r->pool->steal && rp__steal_batch(r, searching, out));
+    if (r->pool->steal && --r->watch_left == 0 && rp__steal_rescue(r, searching, spare))
+        return spare;
+    return take_own(r, spare) || (r->pool->steal && rp__steal_batch(r, searching, spare)) ? spare
+                                                                                          : NULL;
 }
 
 /*
@@ -639,7 +644,7 @@ static void routee_loop(rp_routee *r)
 
     for (;;) {
         int closed = rp__mailbox_closed(&r->mb);
-        rp__job job;
+        rp__job job, *next;
 
         if (must_hand_back(r, closed)) {
             retire(r);
@@ -651,10 +656,10 @@ static void routee_loop(rp_routee *r)
          * finds nothing (after its start, after a wake-up) is idle. */
         if (busy || work_in_sight(r)) {
             set_busy(r, &busy, true);
-            if (next_job(r, &searching, &job)) {
+            if ((next = next_job(r, &searching, &job)) != NULL) {
                 rp__steal_stop_searching(r->pool, &searching);
                 rp__steal_set_running(r, &running, true);
-                run_job(r, &job);
+                run_job(r, next);
                 continue;
             }
         }

@@ -341,10 +341,11 @@ bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out)
 
 bool rp__steal_take(rp_routee *r, rp__job *out)
 {
-    if (r->stolen_next == r->stolen_count)
+    const rp__job *held = rp__steal_next_held(r);
+
+    if (!held)
         return false;
-    rp__mailbox_release_owner(&r->mb, 1);
-    *out = r->stolen[r->stolen_next++];
+    *out = *held;
     return true;
 }
 

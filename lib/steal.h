@@ -52,8 +52,17 @@ bool rp__steal_again(rp_routee *r, bool *searching, rp__job *out);
  * wake-up), steals from it as rp__steal_batch() would, the first job into
  * *out; otherwise watches the next routee.  Resets r->watch_left. */
 bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out);
-/* The next job of r's stolen (or batch-run) batch into *out; false when
- * the batch is done. */
+/* The next job of r's stolen (or batch-run) batch, where it waits in
+ * r->stolen (its depth slot given back); NULL when the batch is done.
+ * Owner only: the pointer holds until the owner's next take. */
+static inline rp__job *rp__steal_next_held(rp_routee *r)
+{
+    if (r->stolen_next == r->stolen_count)
+        return NULL;
+    rp__mailbox_release_owner(&r->mb, 1);
+    return &r->stolen[r->stolen_next++];
+}
+/* rp__steal_next_held(), copied into *out; false when the batch is done. */
 bool rp__steal_take(rp_routee *r, rp__job *out);
 /* Whether another routee holds work worth stealing (the thief's last look
  * before it sleeps, after setting its idle bit). */

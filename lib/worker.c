@@ -438,12 +438,11 @@ static bool pass_young(rp_routee *r, unsigned young, bool *searching, rp__job *o
  * or a steal, copied into *spare.  NULL when there is none. */
 static rp__job *next_job(rp_routee *r, bool *searching, rp__job *spare)
 {
+    rp__job *held = rp__steal_next_held(r);
     unsigned young;
 
-    if (r->stolen_next < r->stolen_count) { /* rp__steal_take(), in place */
-        rp__mailbox_release_owner(&r->mb, 1);
-        return &r->stolen[r->stolen_next++];
-    }
+    if (held)
+        return held;
     /* Looked at once, and only by a routee that may wait or pass. */
     young = r->streaming || r->last_victim ? rp__mailbox_young(&r->mb) : 0;
     if (young && r->streaming)

@@ -230,6 +230,86 @@ Test(thief, a_thief_requeues_what_a_whole_record_brought_beyond_its_share)
     gate_destroy(&g);
 }
 
+/*
+ * Steals from a deep queue (lib/steal.c, "How much").  Routee 0 is
+ * blocked in a gate job; the thief steals one tell from it first, so
+ * routee 0 is its last victim.  Then 65 tells of one function grow into
+ * records of 8 behind routee 0 (no thief is woken while they queue), the
+ * thief's first job waiting in a second gate, and the 65th wakes the
+ * thief.  finished_meanwhile: routee 0 finishes a job between the two
+ * steals (it is blocked in a second gate job, queued before).  Returns
+ * with the thief blocked in its first job; *g2 is its gate.
+ */
+static rp_pool *deep_queue_steal(bool finished_meanwhile, gate *g2, gate *g3)
+{
+    rp_pool *pool = blocked_pool();
+
+    gate_init(g2);
+    gate_init(g3);
+    atomic_store(&ran_on_0, 0);
+    if (finished_meanwhile) /* pinned: routee 0 runs it after the first gate */
+        cr_assert_eq(rp_routee_tell(rp_pool_routee(pool, 0), gate_job, g3), 0);
+    cr_assert_eq(rp_pool_submit(pool, share_job, NULL), 0);
+    cr_assert(wait_atomic_ge(&ran_on_1, 1, 5000), "the thief never stole the first tell");
+    if (finished_meanwhile) {
+        gate_open(&g);
+        cr_assert(gate_wait_entered(g3, 1, 5000), "routee 0 never started its second gate");
+    }
+    atomic_store(&pool->searching, unwoken_search(rp__now_ns() + 60 * 1000000000LL));
+    cr_assert_eq(rp_pool_submit(pool, share_job, g2), 0);
+    for (int i = 1; i < 64; i++)
+        cr_assert_eq(rp_pool_submit(pool, share_job, NULL), 0);
+    sleep_ms(50);
+    cr_assert_eq(atomic_load(&ran_on_1), 1, "a thief was woken while the queue filled");
+    atomic_store(&pool->searching, 0);
+    cr_assert_eq(rp_pool_submit(pool, share_job, NULL), 0);
+    cr_assert(gate_wait_entered(g2, 1, 5000), "the thief never ran its first tell");
+    return pool;
+}
+
+/* The thief's depth and routee 0's after the steal of deep_queue_steal(). */
+static void assert_split(rp_pool *pool, int64_t thief, int64_t victim)
+{
+    int64_t t = rp_routee_depth(rp_pool_routee(pool, 1));
+    int64_t v = rp_routee_depth(rp_pool_routee(pool, 0));
+
+    cr_assert_eq(t, thief, "the thief holds and queued %lld, not %lld", (long long)t,
+                 (long long)thief);
+    cr_assert_eq(v, victim, "routee 0 kept %lld, not %lld", (long long)v, (long long)victim);
+}
+
+/*
+ * From a victim that finished no job since its last steal from it, an
+ * idle thief takes half the queue, up to RP__STEAL_TAKE_MAX (32), with one
+ * steal: it runs the first, holds 7 (RP__STEAL_MAX in all) and queues the
+ * other 24 on its own stealable lane, where routee 0, once free, takes
+ * them back while the thief is still blocked.
+ */
+Test(thief, a_thief_takes_32_from_a_stuck_victim_and_queues_beyond_its_share_for_others)
+{
+    gate g2, g3;
+    rp_pool *pool = deep_queue_steal(false, &g2, &g3);
+
+    assert_split(pool, 7 + 24, 33);
+    /* Routee 0, freed, runs its 33 and takes the thief's queued 24 back. */
+    gate_open(&g);
+    for (int i = 0; i < 5000 && atomic_load(&ran_on_0) < 33 + 24; i++)
+        sleep_ms(1);
+    sleep_ms(20);
+    cr_assert_eq(atomic_load(&ran_on_0), 33 + 24,
+                 "routee 0 ran %d (its 33 and the thief's 24 expected) while the thief was "
+                 "blocked", atomic_load(&ran_on_0));
+    cr_assert_eq(atomic_load(&ran_on_1), 2, "the thief ran only its first steal and first job");
+    gate_open(&g2);
+    cr_assert_eq(rp_pool_wait_idle(pool, 10000), 0, "%s", rp_errmsg());
+    cr_assert_eq(atomic_load(&ran), 66);
+    cr_assert_eq(atomic_load(&ran_on_1), 1 + 8, "the thief ran its share: the first and 7 held");
+    rp_pool_destroy(pool);
+    gate_destroy(&g3);
+    gate_destroy(&g2);
+    gate_destroy(&g);
+}
+
 /* Where to_target sends a submit, and the order the jobs ran in (their
  * numbers, routee 1's only). */
 static atomic_int target;

@@ -130,9 +130,6 @@ static void usage(FILE *f)
         "                    jobs queued at the last look, still has, and finished none\n"
         "                    since (default 10000, as the pool; 0: never, the pool\n"
         "                    before the rescue)\n"
-        "  --steal-take N    an idle thief takes half the victim's depth, at most N\n"
-        "                    (8..32), keeps 8 and queues the rest on its own queue\n"
-        "                    (default 32, as the pool; 8: the pool before)\n"
         "  --steal-ns N      time a thief spends on a steal (default 500; an estimate:\n"
         "                    a scan of the routees' cache lines and a lane CAS)\n"
         "  --slowdown X      job cost multiplier, 0.5..3 (default 1.0)\n"
@@ -278,8 +275,6 @@ static bool parse_model_opt(sim_model *m, const char *a, const char *v)
         m->steal_older = bench_parse_u64(a, v, 0, 1) != 0;
     else if (!strcmp(a, "--rescue-ns"))
         m->rescue_ns = (int64_t)bench_parse_u64(a, v, 0, 100000000);
-    else if (!strcmp(a, "--steal-take"))
-        m->steal_take = (unsigned)bench_parse_u64(a, v, BENCH_STEAL_MAX, 32);
 
     else if (!strcmp(a, "--steal-ns"))
         m->steal_ns = (int64_t)bench_parse_u64(a, v, 0, 10000000);

@@ -58,10 +58,6 @@ typedef struct sim_model {
                             * it when it had jobs queued at the last look, still
                             * has, and finished none since (0: never; the pool:
                             * SIM_RESCUE_NS) */
-    unsigned steal_take;   /* an idle thief takes half the victim's depth, at
-                            * most this many, keeps BENCH_STEAL_MAX and queues
-                            * the rest on its own queue (the pool:
-                            * SIM_STEAL_TAKE; BENCH_STEAL_MAX: the pool before) */
 } sim_model;
 
 /** One cell: k routees, one load, one router. */

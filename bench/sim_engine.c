@@ -462,25 +462,13 @@ static int pick_victim(sim *s, unsigned me, int64_t *depth)
     return victim;
 }
 
-/* steal_from() (lib/steal.c): take half of routee vi's depth, at most
- * `most` (an idle thief: m->steal_take; the rescue: BENCH_STEAL_MAX); the
- * first into *out, up to sim_steal_count() into our batch, the rest onto
- * our own queue's tail (rp__mailbox_requeue), and hand the search on. */
-static void steal_from(sim *s, unsigned me, unsigned vi, unsigned most, sjob *out, int64_t t)
+/* steal_from() (lib/steal.c): take sim_steal_count() jobs of routee vi,
+ * the first into *out, the rest into our batch, and hand the search on. */
+static void steal_from(sim *s, unsigned me, unsigned vi, sjob *out, int64_t t)
 {
     sroutee *x = &s->r[me], *v = &s->r[vi];
-    sim_view vv = view_of(s, vi);
-    unsigned got = sim_steal_count(vv, s->m->steal_one), take = got, extra;
+    unsigned got = sim_steal_count(view_of(s, vi), s->m->steal_one);
 
-    if (!s->m->steal_one && most > BENCH_STEAL_MAX) {
-        int64_t half = vv.depth / 2 < 1 ? 1 : vv.depth / 2;
-
-        take = half > most ? most : (unsigned)half;
-        if ((int64_t)take > vv.queued)
-            take = (unsigned)vv.queued;
-        if (take < got)
-            take = got;
-    }
     if (vi == x->watch)
         x->watch_had = false; /* the work the rescue saw may be this */
     *out = fifo_pop(&v->q);
@@ -488,12 +476,10 @@ static void steal_from(sim *s, unsigned me, unsigned vi, unsigned most, sjob *ou
     x->bn = got - 1;
     for (unsigned i = 0; i + 1 < got; i++)
         x->batch[i] = fifo_pop(&v->q);
-    for (extra = 0; got + extra < take; extra++) /* still queued: ours now */
-        fifo_push(&x->q, fifo_pop(&v->q));
     s->queued -= got;
-    s->stolen += take;
+    s->stolen += got;
     stop_searching(s, x); /* before the hand-off, as worker.c does */
-    if (sim_worth_stealing(view_of(s, vi)) || extra)
+    if (sim_worth_stealing(view_of(s, vi)))
         wake_thief(s, t);
 }
 
@@ -505,7 +491,7 @@ static bool steal(sim *s, unsigned me, sjob *out, int64_t t)
 
     if (vi < 0)
         return false;
-    steal_from(s, me, (unsigned)vi, s->m->steal_take, out, t);
+    steal_from(s, me, (unsigned)vi, out, t);
     return true;
 }
 
@@ -550,7 +536,7 @@ static bool rescue(sim *s, unsigned me, sjob *out, int64_t t)
     v = &s->r[x->watch];
     if (sim_rescue_steals(since, s->m->rescue_ns, x->watch_had, v->q.n > 0,
                           v->done == x->watch_done)) {
-        steal_from(s, me, x->watch, BENCH_STEAL_MAX, out, t);
+        steal_from(s, me, x->watch, out, t);
         return true;
     }
     if (s->k > 2 && (x->watch = (x->watch + 1) % s->k) == me)
@@ -928,7 +914,7 @@ void sim_model_defaults(sim_model *m)
     *m = (sim_model){.dispatch_ns = 100, .wake_ns = 21000, .wake_tail_ns = 2400,
                      .spin_ns = 50000, .steal_ns = 500, .slowdown = 1.0,
                      .central_overhead = false, .steal_older = false,
-                     .rescue_ns = SIM_RESCUE_NS, .steal_take = SIM_STEAL_TAKE};
+                     .rescue_ns = SIM_RESCUE_NS};
 }
 
 void sim_model_bench_profile(sim_model *m)
@@ -946,8 +932,7 @@ void sim_model_bench_profile(sim_model *m)
     *m = (sim_model){.dispatch_ns = 200, .wake_ns = 1700, .wake_tail_ns = 3300,
                      .spin_ns = 0, .steal_ns = 500, .slowdown = 1.0,
                      .central_overhead = true, .central_dispatch_ns = 0,
-                     .steal_older = false, .rescue_ns = SIM_RESCUE_NS,
-                     .steal_take = SIM_STEAL_TAKE};
+                     .steal_older = false, .rescue_ns = SIM_RESCUE_NS};
 }
 
 int sim_run_cell(sim_result *out, const sim_cell *c, const sim_model *m)

@@ -91,11 +91,6 @@ static inline bool sim_push_wants_thief(sim_view c)
     return c.busy || c.depth > 1;
 }
 
-/** RP__STEAL_TAKE_MAX of lib/routee_record.h: most jobs an idle thief
- *  takes with one steal; it keeps sim_steal_count() and queues the rest on
- *  its own queue. */
-#define SIM_STEAL_TAKE 32u
-
 /** RP__RESCUE_NS of lib/steal.h: how often a routee with work of its own
  *  looks at another (rp__steal_rescue()). */
 #define SIM_RESCUE_NS 10000

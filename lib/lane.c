@@ -687,52 +687,7 @@ static void link_chain(rp__lane *lane, rp__lane_rec *const *recs, size_t n)
     rp__tsan_ignore_end();
 }
 
-/* The owner's records: from the magazine it fills with the records it
- * frees (lines it touched last); when that is empty, a full one becomes
- * the one it fills; then the freelist.  Never a producer's magazine
- * (lane->own[]): the owner would strand up to a magazine of records
- * there, beyond the magazines made for two producers ("Magazines"). */
-static size_t get_recs_owner(rp__lane *lane, rp__lane_rec **out, size_t n)
-{
-    size_t got = 0, before;
-
-    while (got < n) {
-        rp__lane_mag *m = lane->filling, *full;
-
-        if (!m || m->n == 0) {
-            if (!(full = mag_pop(&lane->full)))
-                break;
-            if (m)
-                mag_push(&lane->empty, m);
-            lane->filling = m = full;
-        }
-        out[got] = m->recs[--m->n];
-        rp__tsan_acquire(out[got]); /* pairs with the release of whoever freed it */
-        prefetch_rec_w(out[got]);
-        got++;
-    }
-    before = atomic_load_explicit(&lane->recs.records, memory_order_relaxed);
-    while (got < n && (out[got] = rp__freelist_get(&lane->recs)) != NULL)
-        got++;
-    if (atomic_load_explicit(&lane->recs.records, memory_order_relaxed) != before)
-        make_mags(lane);
-    return got;
-}
-
-static size_t push_n(rp__lane *lane, const rp__job *jobs, size_t n, bool bulk, bool owner);
-
 size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n, bool bulk)
-{
-    return push_n(lane, jobs, n, bulk, false);
-}
-
-size_t rp__lane_requeue(rp__lane *lane, const rp__job *jobs, size_t n, bool bulk)
-{
-    RP__ASSERT_OWNER(lane);
-    return push_n(lane, jobs, n, bulk, true);
-}
-
-static size_t push_n(rp__lane *lane, const rp__job *jobs, size_t n, bool bulk, bool owner)
 {
     rp__lane_rec *recs[RP__LANE_CHAIN_MAX];
     size_t first[RP__LANE_CHAIN_MAX + 1], got, nrec = 0, start = 0;
@@ -757,7 +712,7 @@ static size_t push_n(rp__lane *lane, const rp__job *jobs, size_t n, bool bulk, b
     /* All records first, then the writes: a get's locked instruction
      * would wait for the previous record's stores (cache misses) to
      * drain. */
-    if ((got = owner ? get_recs_owner(lane, recs, nrec) : get_recs(lane, recs, nrec)) == 0)
+    if ((got = get_recs(lane, recs, nrec)) == 0)
         return 0;
     for (size_t i = 0; i < got; i++)
         fill_bulk(recs[i], &jobs[first[i]], first[i + 1] - first[i]);

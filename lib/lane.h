@@ -192,11 +192,6 @@ int rp__lane_push_mp(rp__lane *lane, const rp__job *job, bool grow);
  * first ones).  n at most RP__LANE_CHAIN_MAX. */
 #define RP__LANE_CHAIN_MAX 64u
 size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n, bool bulk);
-/* rp__lane_push_n() by the lane's owner (a thief queueing what it took
- * beyond its share on its own lane): records from the magazine it fills
- * with the records it frees first, so a steal's surplus needs no records
- * beyond those its own jobs left free. */
-size_t rp__lane_requeue(rp__lane *lane, const rp__job *jobs, size_t n, bool bulk);
 /* rp__lane_push_n(jobs, n, true) of the batch jobs a batch call makes of
  * args[0..n) (function fn, sequence numbers seq, seq + 1, ..., none
  * traced), without building them first: the same records.  sampled: bit

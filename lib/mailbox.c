@@ -488,7 +488,7 @@ unsigned rp__mailbox_requeue(rp__mailbox *mb, const rp__job *jobs, unsigned n)
 
     RP__ASSERT_OWNER(&mb->stealable);
     rp__mailbox_reserve(mb, n);
-    put = rp__lane_requeue(&mb->stealable, jobs, n, mb->capacity == 0);
+    put = rp__lane_push_n(&mb->stealable, jobs, n, false);
     if (put < n)
         rp__mailbox_release(mb, (int64_t)(n - put));
     return (unsigned)put;

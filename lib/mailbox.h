@@ -115,15 +115,12 @@ void rp__mailbox_hand_back(rp__mailbox *mb, const rp__job *job, int reason);
 /* Thief: take up to max of the oldest stealable jobs (never pinned ones)
  * into out[0..), releasing their slots.  Returns how many. */
 unsigned rp__mailbox_steal(rp__mailbox *mb, rp__job *out, unsigned max);
-/* The owner, after a steal: queue jobs[0..n) - what the steal took
- * beyond the thief's share (steal.c, "How much") - on its own stealable
- * lane, where other thieves may take them back, in slots of its own
- * (reserved here, for any capacity: the jobs were accepted already, so a
- * bounded mailbox may hold up to RP__STEAL_TAKE_MAX more than its
- * capacity for a while).  They keep their sequence numbers and flags;
- * consecutive batch jobs share records again (bulks) in an unbounded
- * mailbox.  Returns how many were queued: fewer only when records ran
- * out (the rest stay the caller's). */
+/* The owner, after a steal: queue jobs[0..n) - what a whole record
+ * brought beyond the thief's share - on its own stealable lane, where
+ * other thieves may take them back, in slots of its own (reserved here,
+ * for any capacity: the jobs were accepted already).  They keep their
+ * sequence numbers and flags.  Returns how many were queued: fewer only
+ * when records ran out (the rest stay the caller's). */
 unsigned rp__mailbox_requeue(rp__mailbox *mb, const rp__job *jobs, unsigned n);
 
 static inline bool rp__mailbox_has_stealable(rp__mailbox *mb)

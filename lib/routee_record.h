@@ -16,17 +16,11 @@
 
 enum { RP__ROUTEE_LOCAL = 1, RP__ROUTEE_FOREIGN = 2 };
 
-/* Most jobs a routee keeps of one steal (half the victim's depth, at
- * least one), or takes as its own batch run. */
+/* Most jobs one steal asks for (half the victim's depth, at least one). */
 #define RP__STEAL_MAX 8u
-/* Most jobs an idle thief takes with one steal (half the victim's depth):
- * the ones beyond RP__STEAL_MAX go on its own stealable lane (steal.c,
- * "How much"). */
-#define RP__STEAL_TAKE_MAX 32u
-/* What the stolen batch holds: a steal's jobs (whole records), or the
- * owner's batch run, which ends on a whole bulk
- * (rp__mailbox_pop_owner_run). */
-#define RP__HELD_MAX (RP__STEAL_TAKE_MAX + RP__LANE_BULK - 1)
+/* What the stolen batch holds: a steal's jobs, or the owner's batch run,
+ * which ends on a whole bulk (rp__mailbox_pop_owner_run). */
+#define RP__HELD_MAX (RP__STEAL_MAX + RP__LANE_BULK - 1)
 
 struct rp_routee {
     int kind;

@@ -4,10 +4,9 @@
  * the thief search, the choice of a victim and the steal itself.
  *
  * A routee whose own queue is empty takes up to half the depth (at most
- * RP__STEAL_TAKE_MAX) of the oldest stealable jobs of the deepest other
- * routee, runs the first, keeps up to RP__STEAL_MAX in a private batch
- * that counts in its own depth and queues the rest on its own stealable
- * lane, where others may take them.  Pinned jobs live in the other lane and are never
+ * RP__STEAL_MAX) of the oldest stealable jobs of the deepest other
+ * routee, runs the first and keeps the rest in a private batch that counts
+ * in its own depth.  Pinned jobs live in the other lane and are never
  * touched.  Wake-ups: a routee about to sleep sets its bit in idle_bits and
  * then looks at every stealable lane once more; a producer that queued a
  * stealable job behind a busy routee checks idle_bits after its fence and,
@@ -198,33 +197,30 @@ static rp_routee *pick_victim(rp_routee *r, int64_t *depth)
     return victim;
 }
 
-/* Steal a batch from victim (depth: its depth as read): half its depth,
- * at most `most`; run the first, keep up to RP__STEAL_MAX (counted in our
- * depth), put the rest on our own stealable lane, and remember the
- * victim.  *searching: whether this routee was woken to steal
- * (pool->searching counts it); cleared here, before handing the search
- * on, or wake_thief() would see the search still running and wake
- * nobody. */
-static bool steal_from(rp_routee *r, rp_routee *victim, int64_t depth, unsigned most,
-                       bool *searching, rp__job *out)
+/* Steal a batch from victim (depth: its depth as read); run the first,
+ * keep the rest (counted in our depth), and remember the victim.
+ * *searching: whether this routee was woken to steal (pool->searching
+ * counts it); cleared here, before handing the search on, or wake_thief()
+ * would see the search still running and wake nobody. */
+static bool steal_from(rp_routee *r, rp_routee *victim, int64_t depth, bool *searching,
+                       rp__job *out)
 {
-    unsigned take, want, got, requeued = 0;
+    unsigned want, got, requeued = 0;
 
-    take = depth / 2 < 1 ? 1 : depth / 2 > most ? most : (unsigned)(depth / 2);
-    want = take < RP__STEAL_MAX ? take : RP__STEAL_MAX;
+    want = depth / 2 < 1 ? 1 : depth / 2 > RP__STEAL_MAX ? RP__STEAL_MAX : (unsigned)(depth / 2);
     /* Into the stolen batch (empty: next_job() only steals then). */
-    if (!(got = rp__mailbox_steal(&victim->mb, r->stolen, take)))
+    if (!(got = rp__mailbox_steal(&victim->mb, r->stolen, want)))
         return false;
     rp__owner_add(&r->stole, got);
     r->last_victim = victim;
     if (victim == r->watch)
         r->watch_had = false; /* the work the rescue saw may be what we took */
-    /* Beyond our share - the rest of a deep queue an idle thief took at
-     * once, or what a whole record brought (a grown record of tells:
-     * lane.c, "Growing"; a bulk of a batch): it goes on our own stealable
-     * lane, where the victim, once free, or another thief takes it,
-     * instead of waiting behind us in the private batch. */
-    if (got > want &&
+    /* A whole record of tells brought more than our share (a grown one:
+     * lane.c, "Growing"): the rest goes on our own stealable lane, where
+     * the victim, once free, takes it back, instead of waiting behind us
+     * in the private batch (bulks of a batch stay whole: their submitter
+     * asked for them together). */
+    if (got > want && !(r->stolen[want].flags & RP__JOB_BATCH) &&
         (requeued = rp__mailbox_requeue(&r->mb, &r->stolen[want], got - want)) != 0)
         got -= requeued;
     RP_PROBE4(steal, r->pool->name, r->index, victim->index, got);
@@ -251,7 +247,7 @@ bool rp__steal_batch(rp_routee *r, bool *searching, rp__job *out)
     int64_t depth;
     rp_routee *victim = pick_victim(r, &depth);
 
-    return victim && steal_from(r, victim, depth, RP__STEAL_TAKE_MAX, searching, out);
+    return victim && steal_from(r, victim, depth, searching, out);
 }
 
 /* Ready: more than a young record (lane.c, "Growing"), which its
@@ -263,7 +259,7 @@ bool rp__steal_again(rp_routee *r, bool *searching, rp__job *out)
     if (!v)
         return false;
     if (!worth_stealing(v, sched_getcpu()) || rp__mailbox_young(&v->mb) ||
-        !steal_from(r, v, rp__mailbox_depth(&v->mb), RP__STEAL_TAKE_MAX, searching, out)) {
+        !steal_from(r, v, rp__mailbox_depth(&v->mb), searching, out)) {
         r->last_victim = NULL;
         return false;
     }
@@ -333,7 +329,7 @@ bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out)
     if (v && r->watch_had && since <= 4 * RP__RESCUE_NS &&
         atomic_load_explicit(&v->run, memory_order_relaxed) == r->watch_run &&
         rp__mailbox_has_stealable(&v->mb) &&
-        steal_from(r, v, rp__mailbox_depth(&v->mb), RP__STEAL_MAX, searching, out)) {
+        steal_from(r, v, rp__mailbox_depth(&v->mb), searching, out)) {
         rp__owner_add(&r->rescues, 1);
         return true;
     }

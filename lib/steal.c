@@ -127,9 +127,11 @@ void rp__steal_queued(rp_pool *pool, rp_routee *target)
 /* A woken thief ends the search.  Only after a takeover can two thieves
  * hold one: then the first to stop ends the other's too, and a later
  * producer wakes one more thief than needed, no fewer. */
-void rp__steal_end_search(rp_pool *pool)
+void rp__steal_stop_searching(rp_pool *pool, bool *searching)
 {
-    atomic_store_explicit(&pool->searching, 0, memory_order_seq_cst);
+    if (*searching)
+        atomic_store_explicit(&pool->searching, 0, memory_order_seq_cst);
+    *searching = false;
 }
 
 /*
@@ -139,8 +141,11 @@ void rp__steal_end_search(rp_pool *pool)
  * running and woke nobody (Dekker: we store running and then load
  * idle_bits; a thief sets its idle bit and then reads running).
  */
-void rp__steal_running_changed(rp_routee *r, bool now)
+void rp__steal_set_running(rp_routee *r, bool *running, bool now)
 {
+    if (*running == now)
+        return;
+    *running = now;
     if (now) {
         int cpu = sched_getcpu();
 

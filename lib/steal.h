@@ -27,29 +27,12 @@ void rp__steal_set_idle(rp_pool *pool, const rp_routee *r);
 /* Clear our own bit.  False when a waker cleared it first: then that
  * waker woke us to search. */
 bool rp__steal_clear_idle(rp_pool *pool, const rp_routee *r);
-/* rp__steal_stop_searching() when this routee held a search. */
-void rp__steal_end_search(rp_pool *pool);
-/* rp__steal_set_running() when the flag changes. */
-void rp__steal_running_changed(rp_routee *r, bool now);
-/* End the search *searching says this routee holds (then clears it).
- * Inline: the worker calls it per job, and it changes only after a pause. */
-static inline void rp__steal_stop_searching(rp_pool *pool, bool *searching)
-{
-    if (*searching) {
-        *searching = false;
-        rp__steal_end_search(pool);
-    }
-}
+/* End the search *searching says this routee holds (then clears it). */
+void rp__steal_stop_searching(rp_pool *pool, bool *searching);
 /* Set r's running flag to now (stored on change only, in *running); a
  * routee that starts running with stealable jobs queued behind it wakes a
- * thief.  Inline for the same reason. */
-static inline void rp__steal_set_running(rp_routee *r, bool *running, bool now)
-{
-    if (*running != now) {
-        *running = now;
-        rp__steal_running_changed(r, now);
-    }
-}
+ * thief. */
+void rp__steal_set_running(rp_routee *r, bool *running, bool now);
 /* Steal a batch from the deepest other routee into r's stolen batch
  * (empty): the first job into *out, the rest kept (counted in r's depth).
  * False when there was nothing worth stealing. */

@@ -656,8 +656,12 @@ static void routee_loop(rp_routee *r)
         if (busy || work_in_sight(r)) {
             set_busy(r, &busy, true);
             if ((next = next_job(r, &searching, &job)) != NULL) {
-                rp__steal_stop_searching(r->pool, &searching);
-                rp__steal_set_running(r, &running, true);
+                /* Both change at the first job after a pause only: no
+                 * call into steal.c per job. */
+                if (RP_UNLIKELY(searching))
+                    rp__steal_stop_searching(r->pool, &searching);
+                if (RP_UNLIKELY(!running))
+                    rp__steal_set_running(r, &running, true);
                 run_job(r, next);
                 continue;
             }

@@ -271,19 +271,7 @@ static bool parse_model_opt(sim_model *m, const char *a, const char *v)
         if (!v || (strcmp(v, "deepest") && strcmp(v, "two")))
             bad(a, v, "deepest or two");
         m->victim_two = !strcmp(v, "two");
-    } else if (!strcmp(a, "--rescue-max"))
-        m->rescue_max = (unsigned)bench_parse_u64(a, v, 0, 64);
-    else if (!strcmp(a, "--rescue-all"))
-        m->rescue_all = bench_parse_u64(a, v, 0, 1) != 0;
-    else if (!strcmp(a, "--rescue-again"))
-        m->rescue_again = bench_parse_u64(a, v, 0, 1) != 0;
-    else if (!strcmp(a, "--redirect"))
-        m->redirect = bench_parse_u64(a, v, 0, 1) != 0;
-    else if (!strcmp(a, "--merge"))
-        m->merge = (unsigned)bench_parse_u64(a, v, 0, 2);
-    else if (!strcmp(a, "--steal-waking"))
-        m->steal_waking = bench_parse_u64(a, v, 0, 1) != 0;
-    else if (!strcmp(a, "--steal-older"))
+    } else if (!strcmp(a, "--steal-older"))
         m->steal_older = bench_parse_u64(a, v, 0, 1) != 0;
     else if (!strcmp(a, "--rescue-ns"))
         m->rescue_ns = (int64_t)bench_parse_u64(a, v, 0, 100000000);

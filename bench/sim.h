@@ -53,13 +53,6 @@ typedef struct sim_model {
                             * takes from the deeper, instead of scanning all */
     bool steal_older;      /* what-if, off in the pool: with stealing, oldest
                             * first across routees (docs/design.md) */
-    bool steal_waking;     /* what-if: a victim asleep or waking with one job is
-                            * worth stealing from (the pool: only with two) */
-    bool redirect;         /* what-if: a rescued routee's arrivals go to its rescuer until its job ends */
-    unsigned merge;            /* what-if: own queue's head before the stolen batch when older */
-    unsigned rescue_max;   /* what-if: a rescue takes up to this many (0: as a steal) */
-    bool rescue_all;       /* what-if: ...all the stuck routee's queue, not half */
-    bool rescue_again;     /* what-if: the look after a rescue may rescue again */
     int64_t rescue_ns;     /* with stealing: a routee with work of its own looks
                             * at one other routee every rescue_ns and steals from
                             * it when it had jobs queued at the last look, still

@@ -133,7 +133,7 @@ enum rstate { ST_RUN, ST_WAKE, ST_SLEEP, ST_SPIN };
 
 typedef struct sroutee {
     fifo q;
-    sjob batch[64]; /* stolen, not yet run: batch[bh..bn) */
+    sjob batch[BENCH_STEAL_MAX]; /* stolen, not yet run: batch[bh..bn) */
     unsigned bh, bn;
     int state;
     bool busy;             /* the score's "+1 while running" */
@@ -141,8 +141,6 @@ typedef struct sroutee {
     uint64_t evseq;        /* seq of its one valid pending event */
     int64_t prev_done;     /* end of its previous job (dispatch delay) */
     unsigned older_victim; /* steal_older()'s rotation */
-    unsigned alt;
-    int stuck_by;          /* what-if --redirect: the routee that rescued from us, -1 */
     uint64_t done;         /* jobs finished */
     int64_t watch_t;       /* rescue(): when it last looked */
     unsigned watch;        /* rescue(): the routee it watches, its */
@@ -208,11 +206,9 @@ static int64_t depth_of(const sroutee *x)
 /* What the pool's policy reads of routee i (sim_policy.h). */
 static sim_view view_of(const void *sim_, unsigned i)
 {
-    const struct sim *s = sim_;
-    const sroutee *x = &s->r[i];
+    const sroutee *x = &((const struct sim *)sim_)->r[i];
 
-    return (sim_view){.queued = (int64_t)x->q.n, .depth = depth_of(x), .busy = x->busy,
-                      .asleep = s->m->steal_waking && (x->state == ST_SLEEP || x->state == ST_WAKE)};
+    return (sim_view){.queued = (int64_t)x->q.n, .depth = depth_of(x), .busy = x->busy};
 }
 
 /* The foreign routee's depth callback: the pool routee's score. */
@@ -468,20 +464,12 @@ static int pick_victim(sim *s, unsigned me, int64_t *depth)
 
 /* steal_from() (lib/steal.c): take sim_steal_count() jobs of routee vi,
  * the first into *out, the rest into our batch, and hand the search on. */
-static void steal_from(sim *s, unsigned me, unsigned vi, sjob *out, int64_t t, bool rescuing)
+static void steal_from(sim *s, unsigned me, unsigned vi, sjob *out, int64_t t)
 {
     sroutee *x = &s->r[me], *v = &s->r[vi];
     unsigned got = sim_steal_count(view_of(s, vi), s->m->steal_one);
 
-    if (rescuing && s->m->rescue_max) {
-        unsigned want = s->m->rescue_all ? (unsigned)v->q.n : (unsigned)(depth_of(v) / 2);
-        if (want < 1)
-            want = 1;
-        if (want > s->m->rescue_max)
-            want = s->m->rescue_max;
-        got = want < v->q.n ? want : (unsigned)v->q.n;
-    }
-    if (vi == x->watch && !(rescuing && s->m->rescue_again))
+    if (vi == x->watch)
         x->watch_had = false; /* the work the rescue saw may be this */
     *out = fifo_pop(&v->q);
     x->bh = 0;
@@ -503,7 +491,7 @@ static bool steal(sim *s, unsigned me, sjob *out, int64_t t)
 
     if (vi < 0)
         return false;
-    steal_from(s, me, (unsigned)vi, out, t, false);
+    steal_from(s, me, (unsigned)vi, out, t);
     return true;
 }
 
@@ -548,8 +536,7 @@ static bool rescue(sim *s, unsigned me, sjob *out, int64_t t)
     v = &s->r[x->watch];
     if (sim_rescue_steals(since, s->m->rescue_ns, x->watch_had, v->q.n > 0,
                           v->done == x->watch_done)) {
-        steal_from(s, me, x->watch, out, t, true);
-        s->r[x->watch].stuck_by = (int)me;
+        steal_from(s, me, x->watch, out, t);
         return true;
     }
     if (s->k > 2 && (x->watch = (x->watch + 1) % s->k) == me)
@@ -566,12 +553,6 @@ static bool next_job(sim *s, unsigned me, sjob *out, bool *stolen, int64_t t)
     sroutee *x = &s->r[me];
 
     *stolen = false;
-    if (s->m->merge && x->bh < x->bn && x->q.n &&
-        (s->m->merge == 2 ? (x->alt ^= 1) == 0 : x->q.v[x->q.head].arr < x->batch[x->bh].arr)) {
-        *out = fifo_pop(&x->q);
-        s->queued--;
-        return true;
-    }
     if (x->bh < x->bn) {
         *out = x->batch[x->bh++];
         return true;
@@ -758,7 +739,6 @@ static int sim_setup(sim *s, const sim_cell *c, const sim_model *m)
         memset(&slots[i], 0, sizeof slots[i]);
         slots[i].state = ST_SLEEP; /* asleep before the first arrival, as in service */
         slots[i].prev_done = INT64_MIN / 2;
-        slots[i].stuck_by = -1;
     }
     s->r = slots, s->fr = foreign;
     s->pick = malloc(c->k * sizeof *s->pick);
@@ -788,8 +768,6 @@ static void on_arrival(sim *s, int64_t t)
         s->oom = true; /* stop: a strategy that refuses cannot be simulated */
         return;
     }
-    if (s->m->redirect && s->steal && s->r[c].stuck_by >= 0)
-        c = s->r[c].stuck_by;
     deliver(s, (unsigned)c, j, t);
     if (j.id + 1 < s->c->warmup + s->c->jobs) {
         s->pending = gen_next(&s->g);
@@ -813,7 +791,6 @@ static void on_routee(sim *s, ev e)
         look(s, (unsigned)e.who, e.t, false); /* the last look, then sleep */
     } else {
         x->done++;
-        x->stuck_by = -1;
         look(s, (unsigned)e.who, e.t, true);  /* a job ended */
     }
 }

@@ -38,8 +38,6 @@ typedef struct sim_view {
     int64_t queued; /* jobs in its queue: what a thief can take */
     int64_t depth;  /* queued plus its private stolen batch: what a thief reads */
     bool busy;      /* running a job (the "+1" of its smallest-mailbox score) */
-    bool asleep;    /* what-if (--steal-waking): asleep or not yet awake after
-                     * its wake-up, and the model lets thieves rob it then */
 } sim_view;
 
 /** The simulator's view of routee i. */
@@ -48,7 +46,7 @@ typedef sim_view (*sim_view_fn)(const void *sim, unsigned i);
 /** worth_stealing(): v waits with a stealable job. */
 static inline bool sim_worth_stealing(sim_view v)
 {
-    return v.queued > 0 && (v.busy || v.depth > 1 || v.asleep);
+    return v.queued > 0 && (v.busy || v.depth > 1);
 }
 
 /** True when routee v should replace the victim kept so far (best < 0:

@@ -85,7 +85,10 @@ static inline double bench_unit(uint64_t *x)
 /** The pool's steal size, as lib/ implements it and both simulators
  *  (sojourn's zero-overhead replay, rp-bench-sim) model it: a thief takes
  *  half the victim's depth, at least 1 and at most BENCH_STEAL_MAX
- *  (RP__STEAL_MAX in lib/routee.h; benchmarks see public headers only). */
+ *  (RP__STEAL_MAX in lib/routee_record.h; benchmarks see public headers
+ *  only).  The pool's RP__STEAL_FAST_MAX (32, for a thief whose own jobs
+ *  run 32 in 5 us or faster) is not modelled: the simulated jobs never
+ *  come that fast. */
 #define BENCH_STEAL_MAX 8u
 static inline unsigned bench_steal_want(int64_t depth)
 {

@@ -18,9 +18,12 @@ enum { RP__ROUTEE_LOCAL = 1, RP__ROUTEE_FOREIGN = 2 };
 
 /* Most jobs one steal asks for (half the victim's depth, at least one). */
 #define RP__STEAL_MAX 8u
+/* ...and a thief at a fast pace, whose 32 jobs take a few microseconds
+ * (steal.c, "How much"). */
+#define RP__STEAL_FAST_MAX 32u
 /* What the stolen batch holds: a steal's jobs, or the owner's batch run,
  * which ends on a whole bulk (rp__mailbox_pop_owner_run). */
-#define RP__HELD_MAX (RP__STEAL_MAX + RP__LANE_BULK - 1)
+#define RP__HELD_MAX (RP__STEAL_FAST_MAX + RP__LANE_BULK - 1)
 
 struct rp_routee {
     int kind;
@@ -100,6 +103,11 @@ struct rp_routee {
     int64_t watch_at, watch_read;
     unsigned watch_left, watch_every;
     bool watch_had;
+    /* Owner-only: its own run count at the last clock read, and whether
+     * its jobs came at a fast pace between the last two reads (steal.c,
+     * rp__steal_pace_fast): its steals may then take RP__STEAL_FAST_MAX. */
+    uint64_t pace_run;
+    bool fast;
     rp__mailbox mb;
 };
 

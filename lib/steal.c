@@ -4,7 +4,8 @@
  * the thief search, the choice of a victim and the steal itself.
  *
  * A routee whose own queue is empty takes up to half the depth (at most
- * RP__STEAL_MAX) of the oldest stealable jobs of the deepest other
+ * RP__STEAL_MAX, or RP__STEAL_FAST_MAX while its own jobs come at a fast
+ * pace: rp__steal_pace_fast) of the oldest stealable jobs of the deepest other
  * routee, runs the first and keeps the rest in a private batch that counts
  * in its own depth.  Pinned jobs live in the other lane and are never
  * touched.  Wake-ups: a routee about to sleep sets its bit in idle_bits and
@@ -197,17 +198,18 @@ static rp_routee *pick_victim(rp_routee *r, int64_t *depth)
     return victim;
 }
 
-/* Steal a batch from victim (depth: its depth as read); run the first,
- * keep the rest (counted in our depth), and remember the victim.
+/* Steal a batch from victim (depth: its depth as read): half its depth,
+ * at most `most`; run the first, keep the rest (counted in our depth),
+ * and remember the victim.
  * *searching: whether this routee was woken to steal (pool->searching
  * counts it); cleared here, before handing the search on, or wake_thief()
  * would see the search still running and wake nobody. */
-static bool steal_from(rp_routee *r, rp_routee *victim, int64_t depth, bool *searching,
-                       rp__job *out)
+static bool steal_from(rp_routee *r, rp_routee *victim, int64_t depth, unsigned most,
+                       bool *searching, rp__job *out)
 {
     unsigned want, got, requeued = 0;
 
-    want = depth / 2 < 1 ? 1 : depth / 2 > RP__STEAL_MAX ? RP__STEAL_MAX : (unsigned)(depth / 2);
+    want = depth / 2 < 1 ? 1 : depth / 2 > most ? most : (unsigned)(depth / 2);
     /* Into the stolen batch (empty: next_job() only steals then). */
     if (!(got = rp__mailbox_steal(&victim->mb, r->stolen, want)))
         return false;
@@ -242,12 +244,19 @@ static bool steal_from(rp_routee *r, rp_routee *victim, int64_t depth, bool *sea
     return true;
 }
 
+/* How many an idle thief's steal may take: RP__STEAL_FAST_MAX at a fast
+ * pace (rp__steal_pace_fast), else RP__STEAL_MAX. */
+static unsigned steal_most(const rp_routee *r)
+{
+    return r->fast ? RP__STEAL_FAST_MAX : RP__STEAL_MAX;
+}
+
 bool rp__steal_batch(rp_routee *r, bool *searching, rp__job *out)
 {
     int64_t depth;
     rp_routee *victim = pick_victim(r, &depth);
 
-    return victim && steal_from(r, victim, depth, searching, out);
+    return victim && steal_from(r, victim, depth, steal_most(r), searching, out);
 }
 
 /* Ready: more than a young record (lane.c, "Growing"), which its
@@ -259,7 +268,7 @@ bool rp__steal_again(rp_routee *r, bool *searching, rp__job *out)
     if (!v)
         return false;
     if (!worth_stealing(v, sched_getcpu()) || rp__mailbox_young(&v->mb) ||
-        !steal_from(r, v, rp__mailbox_depth(&v->mb), searching, out)) {
+        !steal_from(r, v, rp__mailbox_depth(&v->mb), steal_most(r), searching, out)) {
         r->last_victim = NULL;
         return false;
     }
@@ -312,6 +321,7 @@ static rp_routee *next_watched(rp_routee *r)
 
 bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out)
 {
+    uint64_t run;
     int64_t now, since;
     rp_routee *v = r->watch;
 
@@ -321,6 +331,9 @@ bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out)
     }
     now = rp__now_ns();
     since = now - r->watch_at;
+    run = atomic_load_explicit(&r->run, memory_order_relaxed);
+    r->fast = rp__steal_pace_fast(run - r->pace_run, now - r->watch_read);
+    r->pace_run = run;
     r->watch_left = r->watch_every = watch_pace(r->watch_every, now - r->watch_read);
     r->watch_read = now;
     if (since < RP__RESCUE_NS)
@@ -329,7 +342,7 @@ bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out)
     if (v && r->watch_had && since <= 4 * RP__RESCUE_NS &&
         atomic_load_explicit(&v->run, memory_order_relaxed) == r->watch_run &&
         rp__mailbox_has_stealable(&v->mb) &&
-        steal_from(r, v, rp__mailbox_depth(&v->mb), searching, out)) {
+        steal_from(r, v, rp__mailbox_depth(&v->mb), RP__STEAL_MAX, searching, out)) {
         rp__owner_add(&r->rescues, 1);
         return true;
     }

@@ -52,6 +52,17 @@ bool rp__steal_again(rp_routee *r, bool *searching, rp__job *out);
  * wake-up), steals from it as rp__steal_batch() would, the first job into
  * *out; otherwise watches the next routee.  Resets r->watch_left. */
 bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out);
+/* The pace that lets a steal take up to RP__STEAL_FAST_MAX jobs: jobs run
+ * in elapsed_ns (between two of a routee's clock reads, idle time
+ * included) come at least RP__STEAL_FAST_MAX per RP__STEAL_FAST_NS, so
+ * such a steal holds a few microseconds of work at most (steal.c, "How
+ * much").  Pure: tested on its own. */
+#define RP__STEAL_FAST_NS 5000
+static inline bool rp__steal_pace_fast(uint64_t jobs, int64_t elapsed_ns)
+{
+    return elapsed_ns > 0 && jobs >= RP__STEAL_FAST_MAX &&
+           (uint64_t)elapsed_ns * RP__STEAL_FAST_MAX <= jobs * RP__STEAL_FAST_NS;
+}
 /* The next job of r's stolen (or batch-run) batch, where it waits in
  * r->stolen (its depth slot given back); NULL when the batch is done.
  * Owner only: the pointer holds until the owner's next take. */

@@ -582,6 +582,7 @@ static void idle_sleep(rp_routee *r, bool *searching)
         !(pool->steal && rp__steal_any(r))) {
         notify_idle(pool);
         rp__owner_add(&r->sleeps, 1);
+        r->fast = false; /* a sleep ends the pace: its first steals take RP__STEAL_MAX */
         sleep_and_trim(r, v);
     }
     rp__event_done(&r->mb.ev);

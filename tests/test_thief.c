@@ -12,6 +12,7 @@
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <limits.h>
 #include <sched.h>
 
 #include "common.h"
@@ -343,4 +344,116 @@ Test(thief, a_thief_runs_its_own_young_record_before_a_victims_young_record)
 
     run_behind_own_young_record(true, got);
     assert_order(got, (const int[]){0, 5, 6, 1, 2, 3, 4}, "young victim");
+}
+
+/*
+ * How much a steal takes (lib/steal.c, "How much"): half the victim's
+ * depth, at most RP__STEAL_MAX (8), or at most RP__STEAL_FAST_MAX (32)
+ * when the thief's own jobs came at a fast pace (rp_routee.fast).  Both
+ * routees are blocked in gate jobs; the test sets routee 1's pace while
+ * it is blocked (the gate's lock orders the write before the routee's
+ * reads) and puts off its next clock read (watch_left), which would
+ * measure the pace anew.  Then 64 tells of alternating functions (a
+ * record each) queue on routee 0; no thief is woken (routee 1 is busy).
+ * Routee 1, freed, finds nothing of its own and steals: it runs the
+ * first job, which waits in a third gate, and holds the rest, counted in
+ * its depth.  slept: routee 1 goes idle and sleeps after its pace was
+ * set, and is woken by the 64th tell (the others queue while a search
+ * holds the thief back).
+ */
+static void steal_from_deep_queue(bool fast, bool slept, int64_t *thief, int64_t *victim)
+{
+    rp_pool_options o;
+    rp_pool *pool;
+    rp_routee *r1;
+    gate g1, g3;
+
+    gate_init(&g);
+    gate_init(&g1);
+    gate_init(&g3);
+    atomic_store(&ran, 0);
+    two_routees(&o, "steal-size", to_zero);
+    cr_assert_eq(rp_pool_create(&pool, &o), 0, "%s", rp_errmsg());
+    r1 = &pool->routees[1];
+    cr_assert_eq(rp_routee_tell(rp_pool_routee(pool, 0), gate_job, &g), 0);
+    cr_assert_eq(rp_routee_tell(rp_pool_routee(pool, 1), gate_job, &g1), 0);
+    cr_assert(gate_wait_entered(&g, 1, 5000), "routee 0 never started its gate job");
+    cr_assert(gate_wait_entered(&g1, 1, 5000), "routee 1 never started its gate job");
+    r1->fast = fast;
+    r1->watch_left = UINT_MAX;
+    if (slept) {
+        gate_open(&g1);
+        for (int i = 0; i < 5000 && !(atomic_load(&pool->idle_bits[0]) & 2); i++)
+            sleep_ms(1);
+        cr_assert(atomic_load(&pool->idle_bits[0]) & 2, "routee 1 never went idle");
+        sleep_ms(20); /* inside FUTEX_WAIT by now */
+        atomic_store(&pool->searching, unwoken_search(rp__now_ns() + 60 * 1000000000LL));
+    }
+    cr_assert_eq(rp_pool_submit(pool, gate_job, &g3), 0);
+    for (int i = 1; i < 63; i++)
+        cr_assert_eq(rp_pool_submit(pool, i % 2 ? count_job : count_job_too, NULL), 0);
+    if (slept) {
+        sleep_ms(20);
+        cr_assert_eq(atomic_load(&ran), 0, "a thief was woken while the queue filled");
+        atomic_store(&pool->searching, 0);
+    }
+    cr_assert_eq(rp_pool_submit(pool, count_job_too, NULL), 0);
+    if (!slept)
+        gate_open(&g1);
+    cr_assert(gate_wait_entered(&g3, 1, 5000), "routee 1 never stole the first job");
+    *thief = rp_routee_depth(rp_pool_routee(pool, 1));
+    *victim = rp_routee_depth(rp_pool_routee(pool, 0));
+    gate_open(&g3);
+    gate_open(&g);
+    cr_assert_eq(rp_pool_wait_idle(pool, 10000), 0, "%s", rp_errmsg());
+    cr_assert_eq(atomic_load(&ran), 63, "every counted job ran once");
+    rp_pool_destroy(pool);
+    gate_destroy(&g3);
+    gate_destroy(&g1);
+    gate_destroy(&g);
+}
+
+Test(thief, a_thief_at_a_fast_pace_takes_half_a_deep_queue_up_to_32)
+{
+    int64_t thief, victim;
+
+    steal_from_deep_queue(true, false, &thief, &victim);
+    cr_assert_eq(thief, 31, "the thief holds %lld, not 31 (32 taken, one running)",
+                 (long long)thief);
+    cr_assert_eq(victim, 32, "routee 0 kept %lld, not 32", (long long)victim);
+}
+
+Test(thief, a_thief_at_a_slow_pace_takes_half_a_deep_queue_up_to_8)
+{
+    int64_t thief, victim;
+
+    steal_from_deep_queue(false, false, &thief, &victim);
+    cr_assert_eq(thief, 7, "the thief holds %lld, not 7 (8 taken, one running)",
+                 (long long)thief);
+    cr_assert_eq(victim, 56, "routee 0 kept %lld, not 56", (long long)victim);
+}
+
+/* A sleep ends the pace: the woken thief's first steal takes 8. */
+Test(thief, a_thief_that_slept_takes_up_to_8_whatever_its_pace_before)
+{
+    int64_t thief, victim;
+
+    steal_from_deep_queue(true, true, &thief, &victim);
+    cr_assert_eq(thief, 7, "the thief holds %lld, not 7 (8 taken, one running)",
+                 (long long)thief);
+    cr_assert_eq(victim, 56, "routee 0 kept %lld, not 56", (long long)victim);
+}
+
+/* rp__steal_pace_fast: 32 jobs in 5 us, or faster; never on no time. */
+Test(thief, the_fast_pace_is_32_jobs_per_5_us_or_faster)
+{
+    cr_assert(rp__steal_pace_fast(32, 5000));
+    cr_assert(rp__steal_pace_fast(64, 10000));
+    cr_assert(rp__steal_pace_fast(1000, 1));
+    cr_assert_not(rp__steal_pace_fast(32, 5001));
+    cr_assert_not(rp__steal_pace_fast(31, 100), "fewer than 32 jobs say nothing");
+    cr_assert_not(rp__steal_pace_fast(63, 10000));
+    cr_assert_not(rp__steal_pace_fast(100, 0));
+    cr_assert_not(rp__steal_pace_fast(100, -5));
+    cr_assert_not(rp__steal_pace_fast(0, 1000000000));
 }

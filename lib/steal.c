@@ -210,6 +210,13 @@ static bool steal_from(rp_routee *r, rp_routee *victim, int64_t depth, unsigned 
     unsigned want, got, requeued = 0;
 
     want = depth / 2 < 1 ? 1 : depth / 2 > most ? most : (unsigned)(depth / 2);
+    /* More than RP__STEAL_MAX only on a fresh pace: a routee that ran
+     * long jobs since its last clock read (its jobs changed, and its next
+     * read may be up to watch_every takes away) takes RP__STEAL_MAX. */
+    if (want > RP__STEAL_MAX && rp__now_ns() - r->watch_read > RP__STEAL_FRESH_NS) {
+        r->fast = false;
+        want = RP__STEAL_MAX;
+    }
     /* Into the stolen batch (empty: next_job() only steals then). */
     if (!(got = rp__mailbox_steal(&victim->mb, r->stolen, want)))
         return false;

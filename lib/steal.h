@@ -58,6 +58,9 @@ bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out);
  * such a steal holds a few microseconds of work at most (steal.c, "How
  * much").  Pure: tested on its own. */
 #define RP__STEAL_FAST_NS 5000
+/* A steal of more than RP__STEAL_MAX trusts a pace read at most this long
+ * ago (the reads come ~RP__RESCUE_NS / 2 apart). */
+#define RP__STEAL_FRESH_NS (2 * RP__STEAL_FAST_NS)
 static inline bool rp__steal_pace_fast(uint64_t jobs, int64_t elapsed_ns)
 {
     return elapsed_ns > 0 && jobs >= RP__STEAL_FAST_MAX &&

@@ -357,11 +357,14 @@ Test(thief, a_thief_runs_its_own_young_record_before_a_victims_young_record)
  * record each) queue on routee 0; no thief is woken (routee 1 is busy).
  * Routee 1, freed, finds nothing of its own and steals: it runs the
  * first job, which waits in a third gate, and holds the rest, counted in
- * its depth.  slept: routee 1 goes idle and sleeps after its pace was
+ * its depth.  read_ago_ns: how long before the steal routee 1 last read
+ * its clock (watch_read; a steal of more than 8 trusts a pace read within
+ * RP__STEAL_FRESH_NS only).  slept: routee 1 goes idle and sleeps after its pace was
  * set, and is woken by the 64th tell (the others queue while a search
  * holds the thief back).
  */
-static void steal_from_deep_queue(bool fast, bool slept, int64_t *thief, int64_t *victim)
+static void steal_from_deep_queue(bool fast, bool slept, int64_t read_ago_ns, int64_t *thief,
+                                  int64_t *victim)
 {
     rp_pool_options o;
     rp_pool *pool;
@@ -381,6 +384,7 @@ static void steal_from_deep_queue(bool fast, bool slept, int64_t *thief, int64_t
     cr_assert(gate_wait_entered(&g1, 1, 5000), "routee 1 never started its gate job");
     r1->fast = fast;
     r1->watch_left = UINT_MAX;
+    r1->watch_read = rp__now_ns() - read_ago_ns;
     if (slept) {
         gate_open(&g1);
         for (int i = 0; i < 5000 && !(atomic_load(&pool->idle_bits[0]) & 2); i++)
@@ -417,7 +421,9 @@ Test(thief, a_thief_at_a_fast_pace_takes_half_a_deep_queue_up_to_32)
 {
     int64_t thief, victim;
 
-    steal_from_deep_queue(true, false, &thief, &victim);
+    /* The pace's read dated a second ahead: fresh however long the
+     * test takes to queue the jobs (RP__STEAL_FRESH_NS is 10 us). */
+    steal_from_deep_queue(true, false, -1000000000, &thief, &victim);
     cr_assert_eq(thief, 31, "the thief holds %lld, not 31 (32 taken, one running)",
                  (long long)thief);
     cr_assert_eq(victim, 32, "routee 0 kept %lld, not 32", (long long)victim);
@@ -427,7 +433,7 @@ Test(thief, a_thief_at_a_slow_pace_takes_half_a_deep_queue_up_to_8)
 {
     int64_t thief, victim;
 
-    steal_from_deep_queue(false, false, &thief, &victim);
+    steal_from_deep_queue(false, false, 0, &thief, &victim);
     cr_assert_eq(thief, 7, "the thief holds %lld, not 7 (8 taken, one running)",
                  (long long)thief);
     cr_assert_eq(victim, 56, "routee 0 kept %lld, not 56", (long long)victim);
@@ -438,7 +444,19 @@ Test(thief, a_thief_that_slept_takes_up_to_8_whatever_its_pace_before)
 {
     int64_t thief, victim;
 
-    steal_from_deep_queue(true, true, &thief, &victim);
+    steal_from_deep_queue(true, true, -1000000000, &thief, &victim);
+    cr_assert_eq(thief, 7, "the thief holds %lld, not 7 (8 taken, one running)",
+                 (long long)thief);
+    cr_assert_eq(victim, 56, "routee 0 kept %lld, not 56", (long long)victim);
+}
+
+/* A pace read long ago (here 1 s: the thief ran long jobs since, or
+ * waited) is not trusted: 8. */
+Test(thief, a_thief_whose_pace_is_stale_takes_up_to_8)
+{
+    int64_t thief, victim;
+
+    steal_from_deep_queue(true, false, 1000000000, &thief, &victim);
     cr_assert_eq(thief, 7, "the thief holds %lld, not 7 (8 taken, one running)",
                  (long long)thief);
     cr_assert_eq(victim, 56, "routee 0 kept %lld, not 56", (long long)victim);

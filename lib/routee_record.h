@@ -18,8 +18,8 @@ enum { RP__ROUTEE_LOCAL = 1, RP__ROUTEE_FOREIGN = 2 };
 
 /* Most jobs one steal asks for (half the victim's depth, at least one). */
 #define RP__STEAL_MAX 8u
-/* ...and a thief at a fast pace, whose 32 jobs take a few microseconds
- * (steal.c, "How much"). */
+/* ...and an idle thief at a fast pace, whose 32 jobs take a few
+ * microseconds (design.md, "The fast pace"). */
 #define RP__STEAL_FAST_MAX 32u
 /* What the stolen batch holds: a steal's jobs, or the owner's batch run,
  * which ends on a whole bulk (rp__mailbox_pop_owner_run). */

@@ -52,15 +52,16 @@ bool rp__steal_again(rp_routee *r, bool *searching, rp__job *out);
  * wake-up), steals from it as rp__steal_batch() would, the first job into
  * *out; otherwise watches the next routee.  Resets r->watch_left. */
 bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out);
-/* The pace that lets a steal take up to RP__STEAL_FAST_MAX jobs: jobs run
- * in elapsed_ns (between two of a routee's clock reads, idle time
- * included) come at least RP__STEAL_FAST_MAX per RP__STEAL_FAST_NS, so
- * such a steal holds a few microseconds of work at most (steal.c, "How
- * much").  Pure: tested on its own. */
+/* A fast pace: RP__STEAL_FAST_MAX jobs in at most this long. */
 #define RP__STEAL_FAST_NS 5000
 /* A steal of more than RP__STEAL_MAX trusts a pace read at most this long
  * ago (the reads come ~RP__RESCUE_NS / 2 apart). */
 #define RP__STEAL_FRESH_NS (2 * RP__STEAL_FAST_NS)
+/* The pace that lets a steal take up to RP__STEAL_FAST_MAX jobs: jobs run
+ * in elapsed_ns (between two of a routee's clock reads, idle time
+ * included) come at least RP__STEAL_FAST_MAX per RP__STEAL_FAST_NS, so
+ * such a steal holds a few microseconds of work at most (design.md, "The
+ * fast pace").  Pure: tested on its own. */
 static inline bool rp__steal_pace_fast(uint64_t jobs, int64_t elapsed_ns)
 {
     return elapsed_ns > 0 && jobs >= RP__STEAL_FAST_MAX &&

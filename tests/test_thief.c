@@ -417,49 +417,45 @@ static void steal_from_deep_queue(bool fast, bool slept, int64_t read_ago_ns, in
     gate_destroy(&g);
 }
 
-Test(thief, a_thief_at_a_fast_pace_takes_half_a_deep_queue_up_to_32)
+/* steal_from_deep_queue() took `took` of routee 0's 64: the thief runs
+ * one and holds the rest, routee 0 keeps the others. */
+static void assert_steal_took(bool fast, bool slept, int64_t read_ago_ns, int64_t took)
 {
     int64_t thief, victim;
 
-    /* The pace's read dated a second ahead: fresh however long the
-     * test takes to queue the jobs (RP__STEAL_FRESH_NS is 10 us). */
-    steal_from_deep_queue(true, false, -1000000000, &thief, &victim);
-    cr_assert_eq(thief, 31, "the thief holds %lld, not 31 (32 taken, one running)",
-                 (long long)thief);
-    cr_assert_eq(victim, 32, "routee 0 kept %lld, not 32", (long long)victim);
+    steal_from_deep_queue(fast, slept, read_ago_ns, &thief, &victim);
+    cr_assert_eq(thief, took - 1, "the thief holds %lld, not %lld (%lld taken, one running)",
+                 (long long)thief, (long long)(took - 1), (long long)took);
+    cr_assert_eq(victim, 64 - took, "routee 0 kept %lld, not %lld", (long long)victim,
+                 (long long)(64 - took));
+}
+
+/* The pace's read dated a second ahead in the tests that want it fresh:
+ * fresh however long the test takes to queue the jobs
+ * (RP__STEAL_FRESH_NS is 10 us). */
+#define FRESH_READ (-1000000000LL)
+
+Test(thief, a_thief_at_a_fast_pace_takes_half_a_deep_queue_up_to_32)
+{
+    assert_steal_took(true, false, FRESH_READ, 32);
 }
 
 Test(thief, a_thief_at_a_slow_pace_takes_half_a_deep_queue_up_to_8)
 {
-    int64_t thief, victim;
-
-    steal_from_deep_queue(false, false, 0, &thief, &victim);
-    cr_assert_eq(thief, 7, "the thief holds %lld, not 7 (8 taken, one running)",
-                 (long long)thief);
-    cr_assert_eq(victim, 56, "routee 0 kept %lld, not 56", (long long)victim);
+    assert_steal_took(false, false, FRESH_READ, 8);
 }
 
 /* A sleep ends the pace: the woken thief's first steal takes 8. */
 Test(thief, a_thief_that_slept_takes_up_to_8_whatever_its_pace_before)
 {
-    int64_t thief, victim;
-
-    steal_from_deep_queue(true, true, -1000000000, &thief, &victim);
-    cr_assert_eq(thief, 7, "the thief holds %lld, not 7 (8 taken, one running)",
-                 (long long)thief);
-    cr_assert_eq(victim, 56, "routee 0 kept %lld, not 56", (long long)victim);
+    assert_steal_took(true, true, FRESH_READ, 8);
 }
 
 /* A pace read long ago (here 1 s: the thief ran long jobs since, or
  * waited) is not trusted: 8. */
 Test(thief, a_thief_whose_pace_is_stale_takes_up_to_8)
 {
-    int64_t thief, victim;
-
-    steal_from_deep_queue(true, false, 1000000000, &thief, &victim);
-    cr_assert_eq(thief, 7, "the thief holds %lld, not 7 (8 taken, one running)",
-                 (long long)thief);
-    cr_assert_eq(victim, 56, "routee 0 kept %lld, not 56", (long long)victim);
+    assert_steal_took(true, false, 1000000000LL, 8);
 }
 
 /* rp__steal_pace_fast: 32 jobs in 5 us, or faster; never on no time. */

@@ -458,6 +458,55 @@ Test(thief, a_thief_whose_pace_is_stale_takes_up_to_8)
     assert_steal_took(true, false, 1000000000LL, 8);
 }
 
+/*
+ * The pace is measured at the rescue's clock reads (rp__steal_rescue):
+ * the jobs routee 1 ran since the previous read (its run count against
+ * pace_run) over the time since it (watch_read).  Routee 1 is blocked in
+ * a gate job, so the test thread may make its reads for it (the gate's
+ * lock orders them before the routee's own).  A million jobs in 1 us is
+ * fast however slow this build; 31 jobs never; 40 jobs over a second
+ * not.  After each read pace_run is the run count.
+ */
+Test(thief, the_pace_is_the_jobs_run_between_two_clock_reads)
+{
+    rp_pool_options o;
+    rp_pool *pool;
+    rp_routee *r1;
+    bool searching = false;
+    rp__job out;
+    uint64_t run;
+    gate g1;
+
+    gate_init(&g1);
+    two_routees(&o, "pace", to_zero);
+    cr_assert_eq(rp_pool_create(&pool, &o), 0, "%s", rp_errmsg());
+    r1 = &pool->routees[1];
+    cr_assert_eq(rp_routee_tell(rp_pool_routee(pool, 1), gate_job, &g1), 0);
+    cr_assert(gate_wait_entered(&g1, 1, 5000), "routee 1 never started its gate job");
+    run = atomic_load(&r1->run);
+    r1->watch = NULL; /* nothing watched: the read only measures and watches */
+    r1->pace_run = run - 1000000;
+    r1->watch_read = rp__now_ns() - 1000;
+    r1->watch_at = r1->watch_read - 1000000000; /* the look is another clock: not the pace's */
+    cr_assert_not(rp__steal_rescue(r1, &searching, &out));
+    cr_assert(r1->fast, "a million jobs in 1 us is a fast pace");
+    cr_assert_eq(r1->pace_run, run, "the read keeps the run count for the next");
+    r1->pace_run = run - 31;
+    r1->watch_read = rp__now_ns() - 10;
+    cr_assert_not(rp__steal_rescue(r1, &searching, &out));
+    cr_assert_not(r1->fast, "31 jobs say nothing");
+    r1->pace_run = run - 40;
+    r1->watch_read = rp__now_ns() - 1000000000;
+    r1->watch_at = rp__now_ns();
+    cr_assert_not(rp__steal_rescue(r1, &searching, &out));
+    cr_assert_not(r1->fast, "40 jobs in a second is slow");
+    cr_assert_not(searching);
+    gate_open(&g1);
+    cr_assert_eq(rp_pool_wait_idle(pool, 10000), 0, "%s", rp_errmsg());
+    rp_pool_destroy(pool);
+    gate_destroy(&g1);
+}
+
 /* rp__steal_pace_fast: 32 jobs in 5 us, or faster; never on no time. */
 Test(thief, the_fast_pace_is_32_jobs_per_5_us_or_faster)
 {

@@ -252,7 +252,10 @@ static bool steal_from(rp_routee *r, rp_routee *victim, int64_t depth, unsigned 
 }
 
 /* How many an idle thief's steal may take: RP__STEAL_FAST_MAX at a fast
- * pace (rp__steal_pace_fast), else RP__STEAL_MAX. */
+ * pace (rp__steal_pace_fast), else RP__STEAL_MAX.  Whether that pace is
+ * still fresh is asked in steal_from(), once the victim's depth says the
+ * steal would take more than RP__STEAL_MAX: only such a steal pays the
+ * clock read. */
 static unsigned steal_most(const rp_routee *r)
 {
     return r->fast ? RP__STEAL_FAST_MAX : RP__STEAL_MAX;

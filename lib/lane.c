@@ -223,9 +223,14 @@ static void prefetch_rec(const rp__lane_rec *rec)
     __builtin_prefetch(rec);
 }
 
-static void prefetch_rec_w(const rp__lane_rec *rec)
+/* A record we will fill, its first line; and the second when it will
+ * grow (its maker writes holes there before the push: "Late slot
+ * stores"). */
+static void prefetch_rec_w(const rp__lane_rec *rec, bool grows)
 {
     rp__prefetch_w(rec);
+    if (grows)
+        rp__prefetch_w((const char *)rec + RP_CACHELINE);
 }
 
 static rp__lane_mag *mag_pop(ck_stack_t *stack)
@@ -346,10 +351,10 @@ static void mag_return(rp__lane *lane, rp__lane_mag *m)
 
 /* Up to n records from the magazine *m into out, and then from full
  * ones; *m is left holding the rest (or NULL).  shared: *m came from
- * lane->taking, so a lane->taking magazine is no fallback.  Returns how
- * many. */
+ * lane->taking, so a lane->taking magazine is no fallback.  grows: as
+ * get_recs().  Returns how many. */
 static size_t take_from_mags(rp__lane *lane, rp__lane_mag **mp, rp__lane_rec **out, size_t n,
-                             bool shared)
+                             bool shared, bool grows)
 {
     rp__lane_mag *m = *mp;
     size_t got = 0;
@@ -368,19 +373,21 @@ static size_t take_from_mags(rp__lane *lane, rp__lane_mag **mp, rp__lane_rec **o
         }
         out[got] = m->recs[--m->n];
         rp__tsan_acquire(out[got]); /* pairs with the owner's release */
-        prefetch_rec_w(out[got]);
+        prefetch_rec_w(out[got], grows);
         got++;
     }
     /* The next get's record: its lines are on their way. */
     if (m && m->n)
-        prefetch_rec_w(m->recs[m->n - 1]);
+        prefetch_rec_w(m->recs[m->n - 1], grows);
     *mp = m;
     return got;
 }
 
 /* Up to n free records into out: from magazines first, then from the
- * freelist (which grows).  Returns how many (fewer: out of memory). */
-static size_t get_recs(rp__lane *lane, rp__lane_rec **out, size_t n)
+ * freelist (which grows).  grows: for a record that will grow (both of
+ * its lines are prefetched, and the next get's too).  Returns how many
+ * (fewer: out of memory). */
+static size_t get_recs(rp__lane *lane, rp__lane_rec **out, size_t n, bool grows)
 {
     int p = rp__producer_index();
     size_t got;
@@ -388,7 +395,7 @@ static size_t get_recs(rp__lane *lane, rp__lane_rec **out, size_t n)
     if (RP_LIKELY(p >= 0)) {
         rp__lane_mag **own = &lane->own[p];
 
-        got = take_from_mags(lane, own, out, n, false);
+        got = take_from_mags(lane, own, out, n, false, grows);
         /* An empty one back to the owner now, not at our next get. */
         if (*own && (*own)->n == 0) {
             mag_push(&lane->empty, *own);
@@ -397,7 +404,7 @@ static size_t get_recs(rp__lane *lane, rp__lane_rec **out, size_t n)
     } else {
         rp__lane_mag *m = atomic_exchange_explicit(&lane->taking, NULL, memory_order_acq_rel);
 
-        got = take_from_mags(lane, &m, out, n, true);
+        got = take_from_mags(lane, &m, out, n, true, grows);
         if (m)
             mag_return(lane, m);
     }
@@ -473,6 +480,49 @@ static unsigned grow_cap(uintptr_t g)
     return GROW_SAMPLE(g) ? RP__LANE_BULK - 1 : RP__LANE_BULK;
 }
 
+/*
+ * Late slot stores.  A producer that passed try_grow's checks may be
+ * descheduled before it writes its argument; meanwhile the record can be
+ * sealed, taken, recycled through a magazine, pushed by another producer
+ * thread and grown past the same slot.  A plain store would then
+ * overwrite that producer's argument (its job lost, ours run twice: our
+ * generation CAS fails and we push a record of our own).  So a slot is
+ * claimed with a CAS from GROW_HOLE, a value no job can carry (the
+ * address of a private object; a stamp is stored with its top bit set,
+ * grow_stamp): the maker fills a growing record's slots with holes while
+ * the record is still only its own (grow_holes, before the push), and
+ * only a CAS from a hole writes a slot after that.  A late CAS finds
+ * another life's argument and fails, or a hole and writes into a slot the
+ * count does not cover (the record taken: nobody reads it; a later life:
+ * its maker's own CAS on that slot fails, and its tell starts a record
+ * of its own); either way our generation CAS fails.  Only the generation
+ * says which slots hold jobs, as before.
+ */
+static const char grow_hole_;
+#define GROW_HOLE ((void *)&grow_hole_)
+#define GROW_STAMP_BIT ((uint64_t)1 << 63)
+_Static_assert(sizeof(void *) == 8, "a growing record's slots hold a pointer or a stamp");
+
+/* A sample's stamp as a growing record's last slot holds it: never a
+ * hole (an address has no top bit; a stamp is a positive int64). */
+static uint64_t grow_stamp(int64_t stamp)
+{
+    return (uint64_t)stamp | GROW_STAMP_BIT;
+}
+
+/* Fill a growing record's slots with holes, and the stamp's slot with its
+ * stamp when it begins with a sampled tell (stamp nonzero): by the maker,
+ * before the push, while the record is its own. */
+static void grow_holes(rp__lane_rec *rec, int64_t stamp)
+{
+    unsigned n = stamp ? RP__LANE_BULK - 2 : RP__LANE_BULK - 1;
+
+    for (unsigned i = 0; i < n; i++)
+        ck_pr_store_ptr(&rec->more[i], GROW_HOLE);
+    if (stamp)
+        ck_pr_store_64((uint64_t *)&rec->stamp, grow_stamp(stamp));
+}
+
 /* Whether a tell may grow a record or begin one that grows: nothing but
  * its function, argument and sequence, and a sample's stamp. */
 static bool growable(const rp__job *job)
@@ -493,58 +543,91 @@ static unsigned open_jobs(struct ck_fifo_mpmc_pointer next)
     return next.pointer || (g & GROW_SEALED) || c >= grow_cap(g) ? 0 : c;
 }
 
-/* Add job to the lane's last record when maker pushed it, it grows, is
- * not sealed or full, and job continues it (same function, the next
- * sequence number); one CAS of the record's next, which fails when a
- * consumer sealed it or a push linked after it.  A sampled job joins a
- * record without a sample that has room for it and its stamp.  Runs
- * inside an ignore region. */
+/* try_grow's look: whether job may join the lane's last record - maker
+ * pushed it, it grows, is not sealed or full, and job continues it (same
+ * function, the next sequence number).  A sampled job joins a record
+ * without a sample that has room for it and its stamp.  On true, *spot
+ * holds the record, its next as read and its jobs. */
+static bool grow_look(rp__lane *lane, const rp__job *job, uintptr_t maker,
+                      rp__lane_grow_spot *spot)
+{
+    bool sampled = job->flags & RP__JOB_SAMPLED;
+    struct ck_fifo_mpmc_pointer tail = load_tagged(&lane->fifo.tail);
+    struct ck_fifo_mpmc_pointer next = load_tagged(&tail.pointer->next);
+    uintptr_t g = (uintptr_t)next.generation;
+    rp__lane_rec *last = rec_of(tail.pointer);
+    unsigned c;
+
+    if (GROW_MAKER(g) != maker || (c = open_jobs(next)) == 0 ||
+        (sampled && (GROW_SAMPLE(g) || c + 1 >= RP__LANE_BULK)) || last->fn != job->fn ||
+        atomic_load_explicit(&last->seq, memory_order_relaxed) + c !=
+            atomic_load_explicit(&job->seq, memory_order_relaxed))
+        return false;
+    *spot = (rp__lane_grow_spot){.rec = last, .next = next, .jobs = c};
+    return true;
+}
+
+/* try_grow's claim: job into the slot after spot's jobs, then one CAS of
+ * the record's next that counts it.  1: grown.  0: the slot holds no
+ * hole (a late claim of an earlier life wrote there: "Late slot
+ * stores"), start a record.  -1: the CAS failed (a consumer sealed the
+ * record or a push linked after it), look again.  The CAS succeeds only
+ * in the life spot was read in: only the maker (this thread) pushes a
+ * record with its tag, so the generation cannot come back. */
+static int grow_claim(const rp__lane_grow_spot *spot, const rp__job *job)
+{
+    rp__lane_rec *last = spot->rec;
+    struct ck_fifo_mpmc_pointer next = spot->next, update;
+    uintptr_t g = (uintptr_t)next.generation;
+    unsigned c = spot->jobs;
+    bool sampled = job->flags & RP__JOB_SAMPLED;
+
+    if (!ck_pr_cas_ptr(&last->more[c - 1], GROW_HOLE, job->arg) ||
+        (sampled && !ck_pr_cas_64((uint64_t *)&last->stamp, (uint64_t)(uintptr_t)GROW_HOLE,
+                                  grow_stamp(job->enq_ns))))
+        return 0;
+    /* The consumer that takes the job acquires rec (dequeue_run): the
+     * producer's writes before this push happen before the job. */
+    rp__tsan_release(last);
+    ck_pr_fence_store_atomic();
+    update.pointer = NULL;
+    update.generation = (char *)(g + GROW_ONE + (sampled ? GROW_SAMPLE_AT(c + 1) : 0));
+    return ck_pr_cas_ptr_2(&last->fifo.next, &next, &update) ? 1 : -1;
+}
+
+/* Add job to the lane's last record when it may (grow_look, grow_claim):
+ * no record, no tail CAS.  Runs inside an ignore region. */
 static bool try_grow(rp__lane *lane, const rp__job *job, uintptr_t maker)
 {
-    uint64_t seq = atomic_load_explicit(&job->seq, memory_order_relaxed);
-    bool sampled = job->flags & RP__JOB_SAMPLED;
-    struct ck_fifo_mpmc_pointer tail, next, update;
+    rp__lane_grow_spot spot;
+    int r;
 
-    for (;;) {
-        rp__lane_rec *last;
-        uintptr_t g;
-        unsigned c;
+    do {
+        if (!grow_look(lane, job, maker, &spot))
+            return false;
+    } while ((r = grow_claim(&spot, job)) < 0);
+    return r == 1;
+}
 
-        tail = load_tagged(&lane->fifo.tail);
-        next = load_tagged(&tail.pointer->next);
-        g = (uintptr_t)next.generation;
-        if (GROW_MAKER(g) != maker || (c = open_jobs(next)) == 0 ||
-            (sampled && (GROW_SAMPLE(g) || c + 1 >= RP__LANE_BULK)))
-            return false;
-        /* The same life as g: only maker (this thread) pushes a record
-         * with its tag, so if the CAS below succeeds, last was not
-         * taken, recycled or pushed again since g was read. */
-        last = rec_of(tail.pointer);
-        if (last->fn != job->fn ||
-            atomic_load_explicit(&last->seq, memory_order_relaxed) + c != seq)
-            return false;
-        /* KNOWN BUG (design.md, Open work, "A late slot store"): this
-         * store is not covered by the CAS below.  A producer descheduled
-         * between its checks and this store, while the record is sealed,
-         * taken, recycled, pushed again by another producer thread and
-         * grown past slot c - 1, overwrites that record's argument: one
-         * job runs twice, another is lost.  Needs two producer threads on
-         * one lane and a preemption in this window; test_grow's
-         * two-producer test catches it in ~1-3 % of ASan runs (a
-         * sched_yield() here: 27 of 40).  Re-reading the generation just
-         * before the store did not measurably help. */
-        ck_pr_store_ptr(&last->more[c - 1], job->arg);
-        if (sampled)
-            ck_pr_store_64((uint64_t *)&last->stamp, (uint64_t)job->enq_ns);
-        /* The consumer that takes the job acquires rec (dequeue_run): the
-         * producer's writes before this push happen before the job. */
-        rp__tsan_release(last);
-        ck_pr_fence_store_atomic();
-        update.pointer = NULL;
-        update.generation = (char *)(g + GROW_ONE + (sampled ? GROW_SAMPLE_AT(c + 1) : 0));
-        if (ck_pr_cas_ptr_2(&tail.pointer->next, &next, &update))
-            return true;
-    }
+bool rp__lane_grow_look(rp__lane *lane, const rp__job *job, rp__lane_grow_spot *spot)
+{
+    int p = rp__producer_index();
+    bool found;
+
+    rp__tsan_ignore_begin();
+    found = p >= 0 && growable(job) && grow_look(lane, job, (uintptr_t)p + 1, spot);
+    rp__tsan_ignore_end();
+    return found;
+}
+
+int rp__lane_grow_claim(const rp__lane_grow_spot *spot, const rp__job *job)
+{
+    int r;
+
+    rp__tsan_ignore_begin();
+    r = grow_claim(spot, job);
+    rp__tsan_ignore_end();
+    return r;
 }
 
 int rp__lane_push_mp(rp__lane *lane, const rp__job *job, bool grow)
@@ -569,13 +652,12 @@ int rp__lane_push_mp(rp__lane *lane, const rp__job *job, bool grow)
         grows.enq_ns = 0;
         job = &grows;
     }
-    if (get_recs(lane, &rec, 1) == 0)
+    if (get_recs(lane, &rec, 1, p >= 0) == 0)
         return RP_ENOMEM;
-    if (stamp)
-        rec->stamp = stamp;
     fill(rec, job);
     rp__tsan_ignore_begin();
     if (p >= 0) {
+        grow_holes(rec, stamp);
         rec->fifo.value = NULL;
         rec->fifo.next.pointer = NULL;
         rec->fifo.next.generation =
@@ -722,7 +804,7 @@ size_t rp__lane_push_n(rp__lane *lane, const rp__job *jobs, size_t n, bool bulk)
     /* All records first, then the writes: a get's locked instruction
      * would wait for the previous record's stores (cache misses) to
      * drain. */
-    if ((got = get_recs(lane, recs, nrec)) == 0)
+    if ((got = get_recs(lane, recs, nrec, false)) == 0)
         return 0;
     for (size_t i = 0; i < got; i++)
         fill_bulk(recs[i], &jobs[first[i]], first[i + 1] - first[i]);
@@ -784,7 +866,7 @@ size_t rp__lane_push_args(rp__lane *lane, rp_job_fn fn, void *const *args, size_
     }
     first[nrec] = n;
     /* All records first, then the writes (as rp__lane_push_n). */
-    if ((got = get_recs(lane, recs, nrec)) == 0)
+    if ((got = get_recs(lane, recs, nrec, false)) == 0)
         return 0;
     for (size_t i = 0; i < got; i++) {
         size_t f = first[i], k = first[i + 1] - f;
@@ -898,7 +980,8 @@ static void copy_grown(rp__job *out, const rp__lane_rec *rec, unsigned n, unsign
     }
     if (sample) {
         out[sample - 1].flags |= RP__JOB_SAMPLED;
-        out[sample - 1].enq_ns = (int64_t)ck_pr_load_64((const uint64_t *)&rec->stamp);
+        out[sample - 1].enq_ns =
+            (int64_t)(ck_pr_load_64((const uint64_t *)&rec->stamp) & ~GROW_STAMP_BIT);
     }
 }
 

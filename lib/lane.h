@@ -183,6 +183,20 @@ void rp__lane_destroy(rp__lane *lane);
  * record is still the lane's last and untaken (lane.c, "Growing").  0, or
  * RP_ENOMEM when no record could be allocated. */
 int rp__lane_push_mp(rp__lane *lane, const rp__job *job, bool grow);
+/* A growing tell's two steps (lane.c, "Growing", "Late slot stores"),
+ * exposed for test_grow, which puts other threads' pushes and takes
+ * between them; rp__lane_push_mp() makes them itself.  Look: whether job
+ * (growable, from a thread with a producer index) may join the lane's
+ * last record, and where (*spot, written on true).  Claim: 1 when job
+ * joined that record; 0 when its slot was written by a late claim (push
+ * a record); -1 when the record changed since the look (look again). */
+typedef struct rp__lane_grow_spot {
+    rp__lane_rec *rec;
+    struct ck_fifo_mpmc_pointer next; /* as the look read it */
+    unsigned jobs;
+} rp__lane_grow_spot;
+bool rp__lane_grow_look(rp__lane *lane, const rp__job *job, rp__lane_grow_spot *spot);
+int rp__lane_grow_claim(const rp__lane_grow_spot *spot, const rp__job *job);
 /* Append copies of jobs[0..n), in order, with one link of the queue (the
  * records are chained first).  bulk: consecutive batch jobs of one
  * function with no reply, deadline or trace share records, up to

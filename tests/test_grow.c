@@ -383,3 +383,144 @@ Test(grow, two_producers_tells_come_out_exactly_once_each_in_its_order, .timeout
 {
     producers_owner_and_thief(2);
 }
+
+/*
+ * Late claims (lib/lane.c, "Late slot stores").  A producer between its
+ * look and its claim can be descheduled while its record is taken,
+ * recycled and pushed by another producer thread: the test puts exactly
+ * that between rp__lane_grow_look() and rp__lane_grow_claim().  The late
+ * claim must neither overwrite the other producer's job nor add itself
+ * to a record it does not own.
+ */
+#define LATE_TRIES 64u
+
+typedef struct late {
+    rp__lane *lane;
+    rp__lane_rec *rec;          /* the record the late claim looked at */
+    unsigned before;            /* the other producer's jobs in rec at the claim: 1 or 2 */
+    pthread_barrier_t claim;    /* the other producer waits there while the test claims */
+    uint64_t sent[LATE_TRIES + 2]; /* the other producer's tells, in order (sequences) */
+    unsigned nsent;
+    bool landed;                /* one of its tells went into rec */
+} late;
+
+/* The other producer's tell: function fn_b, argument i + 1, sequence i. */
+static rp__job tell_b(uint64_t i)
+{
+    rp__job t = {.fn = fn_b, .arg = (void *)(uintptr_t)(i + 1)};
+
+    atomic_store(&t.seq, i);
+    return t;
+}
+
+static bool late_push(late *l, uint64_t s)
+{
+    rp__job t = tell_b(s);
+
+    if (rp__lane_push_mp(l->lane, &t, true) != 0)
+        return false;
+    l->sent[l->nsent++] = s;
+    return true;
+}
+
+/* Tells that never continue each other (sequences two apart) until one
+ * is pushed in rec, then l->before - 1 more that grow it; after the
+ * test's claim, one that would continue it.  No assertions here (the
+ * test thread checks what it left). */
+static void *late_producer(void *arg)
+{
+    late *l = arg;
+    uint64_t s = 1000;
+
+    for (unsigned k = 0; k < LATE_TRIES && !l->landed; k++, s += 2)
+        l->landed = late_push(l, s) &&
+                    ck_pr_load_ptr(&l->lane->fifo.tail.pointer) == &l->rec->fifo;
+    s -= 2;
+    for (unsigned k = 1; l->landed && k < l->before; k++)
+        late_push(l, ++s);
+    pthread_barrier_wait(&l->claim);
+    pthread_barrier_wait(&l->claim);
+    if (l->landed)
+        late_push(l, ++s);
+    return NULL;
+}
+
+/* Every job left in the lane, in order: the other producer's tells, each
+ * once with its own argument, then the test's tell 1. */
+static void assert_late_drain(rp__lane *lane, const late *l)
+{
+    rp__job out[8];
+    unsigned got, next = 0, mine = 0;
+
+    while ((got = rp__lane_steal(lane, out, 8)) > 0) {
+        for (unsigned i = 0; i < got; i++) {
+            uint64_t s = atomic_load(&out[i].seq);
+
+            if (out[i].fn == fn_a) {
+                cr_assert_eq(s, 1, "the test's tell %llu came out", (unsigned long long)s);
+                cr_assert_eq((uintptr_t)out[i].arg, 2);
+                cr_assert_eq(next, l->nsent, "the test's tell came out before the other's");
+                mine++;
+                continue;
+            }
+            cr_assert_lt(next, l->nsent, "a tell of the other producer came out twice");
+            cr_assert_eq(s, l->sent[next], "the other producer's tell %u: sequence %llu, not %llu",
+                         next, (unsigned long long)s, (unsigned long long)l->sent[next]);
+            cr_assert_eq((uintptr_t)out[i].arg, s + 1,
+                         "the other producer's tell %llu carries another argument",
+                         (unsigned long long)s);
+            next++;
+        }
+    }
+    cr_assert_eq(next, l->nsent, "the other producer's tells lost: %u of %u came out", next,
+                 l->nsent);
+    cr_assert_eq(mine, 1, "the test's tell came out %u times", mine);
+}
+
+static void late_claim(unsigned before)
+{
+    rp__lane lane;
+    rp__lane_grow_spot spot;
+    rp__job t = tell(1), out[RP__LANE_BULK];
+    late l = {.lane = &lane, .before = before};
+    pthread_t other;
+    int r;
+
+    lane_up(&lane);
+    push(&lane, tell(0), true);
+    cr_assert(rp__lane_grow_look(&lane, &t, &spot), "tell 1 may join tell 0's record");
+    cr_assert_eq(spot.jobs, 1);
+    l.rec = spot.rec;
+    /* The record is taken; a take of the next leaves it no longer the
+     * queue's stub, and it goes back to the producers. */
+    cr_assert_eq(rp__lane_steal(&lane, out, 1), 1);
+    push(&lane, tell(100), false);
+    cr_assert_eq(rp__lane_steal(&lane, out, 1), 1);
+    cr_assert_eq(atomic_load(&out[0].seq), 100);
+    cr_assert_eq(pthread_barrier_init(&l.claim, NULL, 2), 0);
+    cr_assert_eq(pthread_create(&other, NULL, late_producer, &l), 0);
+    pthread_barrier_wait(&l.claim);
+    r = rp__lane_grow_claim(&spot, &t);
+    pthread_barrier_wait(&l.claim);
+    cr_assert_eq(pthread_join(other, NULL), 0);
+    pthread_barrier_destroy(&l.claim);
+    cr_assert(l.landed, "the record did not reach the other producer in %u tells", LATE_TRIES);
+    cr_assert_neq(r, 1, "a late claim joined a record of another producer");
+    push(&lane, t, true);
+    assert_late_drain(&lane, &l);
+    lane_down(&lane);
+}
+
+/* The slot the late claim would write holds the other producer's job. */
+Test(grow, a_late_claim_leaves_the_job_a_later_life_of_the_record_holds)
+{
+    late_claim(2);
+}
+
+/* The slot is still a hole: the late claim writes there, and the other
+ * producer's next tell starts a record of its own instead of counting a
+ * slot that is not its job's. */
+Test(grow, a_late_claim_into_a_hole_is_never_counted_as_a_job)
+{
+    late_claim(1);
+}

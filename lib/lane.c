@@ -94,32 +94,33 @@
  * tail has no successor, carries this thread's index, is not sealed or
  * full, and the tell continues it (the same function, the next sequence
  * number of the mailbox, so the jobs come out in the order a record of
- * their own each would give them): it writes the argument into the next
- * slot, then CASes the generation's job count up.  Only the record's
- * producer adds to it, so no two writers race for a slot, and no other
- * thread pushes a record with its tag, so a CAS that succeeds found the
- * same life of the record it read.  A consumer that takes a growing record
- * with no successor seals it first (grown_jobs: a CAS setting bit 3), and
- * then reads the count: an addition either came before the seal and is
- * taken, or fails and starts a record of its own - never added to a
- * record already taken (which stays the queue's stub, and whose later
- * jobs would never run).  A linked record cannot grow (the CAS expects a
- * NULL pointer), so its count is final without a seal.  What a tell costs
- * when its record grows: one CAS on a line the producer holds, no record,
- * no tail CAS, no new line for the consumer; when the consumer is caught
- * up it seals every record it takes, an RMW where it read before.  Only
- * plain tells grow (no reply, deadline or trace: they need the record's
- * second line), and never in a bounded mailbox's lanes (an evicting
- * producer pops one job at a time).  A tell sampled for the metrics
- * grows too: its stamp takes the record's last slot (as a bulk's does)
- * and the generation names the sampled job, one a record.  A consumer
- * that keeps up would seal every record with a job or two: a routee in a
- * stream lets a young record grow before it takes it (worker.c,
- * let_young_grow; rp__lane_young), and a thief passes over its own young
- * record for ready work of its last victim (worker.c, pass_young).  A
- * thief takes records whole, so a steal of half a short queue may take a
- * whole grown record, and gives back what it took beyond its share
- * (steal.c, rp__mailbox_requeue).  Measured: design.md, "Growing
+ * their own each would give them): it claims the next slot for its
+ * argument (a CAS from a hole: "Late slot stores", below), then CASes the
+ * generation's job count up (an 8-byte CAS of the generation alone:
+ * grow_claim).  Only the record's producer adds to it, and
+ * no other thread pushes a record with its tag, so a CAS that succeeds
+ * found the same life of the record it read.  A consumer that takes a
+ * growing record with no successor seals it first (grown_jobs: a CAS
+ * setting bit 3), and then reads the count: an addition either came before
+ * the seal and is taken, or fails and starts a record of its own - never
+ * added to a record already taken (which stays the queue's stub, and whose
+ * later jobs would never run).  A linked record cannot grow (a link raises
+ * the generation the CAS expects), so its count is final without a seal.
+ * What a tell costs when its record grows: two CASes on lines the producer
+ * holds, no record, no tail CAS, no new line for the consumer; when the
+ * consumer is caught up it seals every record it takes, an RMW where it
+ * read before.  Only plain tells grow (no reply, deadline or trace: they
+ * need the record's second line), and never in a bounded mailbox's lanes
+ * (an evicting producer pops one job at a time).  A tell sampled for the
+ * metrics grows too: its stamp takes the record's last slot (as a bulk's
+ * does) and the generation names the sampled job, one a record.  A
+ * consumer that keeps up would seal every record with a job or two: a
+ * routee in a stream lets a young record grow before it takes it
+ * (worker.c, let_young_grow; rp__lane_young), and a thief passes over its
+ * own young record for ready work of its last victim (worker.c,
+ * pass_young).  A thief takes records whole, so a steal of half a short
+ * queue may take a whole grown record, and gives back what it took beyond
+ * its share (steal.c, rp__mailbox_requeue).  Measured: design.md, "Growing
  * records"; perf-history.md, "2026-12-06, fourth session" and "fifth
  * session".
  *

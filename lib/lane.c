@@ -499,7 +499,7 @@ static unsigned grow_cap(uintptr_t g)
  * of its own); either way our generation CAS fails.  Only the generation
  * says which slots hold jobs, as before.
  */
-static const char grow_hole_;
+static const char grow_hole_ = 0;
 #define GROW_HOLE ((void *)&grow_hole_)
 #define GROW_STAMP_BIT ((uint64_t)1 << 63)
 _Static_assert(sizeof(void *) == 8, "a growing record's slots hold a pointer or a stamp");
@@ -548,7 +548,7 @@ static unsigned open_jobs(struct ck_fifo_mpmc_pointer next)
  * pushed it, it grows, is not sealed or full, and job continues it (same
  * function, the next sequence number).  A sampled job joins a record
  * without a sample that has room for it and its stamp.  On true, *spot
- * holds the record, its next as read and its jobs. */
+ * holds the record, its generation as read and its jobs. */
 static bool grow_look(rp__lane *lane, const rp__job *job, uintptr_t maker,
                       rp__lane_grow_spot *spot)
 {
@@ -564,21 +564,21 @@ static bool grow_look(rp__lane *lane, const rp__job *job, uintptr_t maker,
         atomic_load_explicit(&last->seq, memory_order_relaxed) + c !=
             atomic_load_explicit(&job->seq, memory_order_relaxed))
         return false;
-    *spot = (rp__lane_grow_spot){.rec = last, .next = next, .jobs = c};
+    *spot = (rp__lane_grow_spot){.rec = last, .gen = g, .jobs = c};
     return true;
 }
 
 /* try_grow's claim: job into the slot after spot's jobs, then one CAS of
- * the generation of the record's next that counts it.  1: grown.  0: the slot holds no
- * hole (a late claim of an earlier life wrote there: "Late slot
- * stores"), start a record.  -1: the CAS failed (a consumer sealed the
- * record or a push linked after it), look again.  The CAS succeeds only
- * in the life spot was read in: only the maker (this thread) pushes a
- * record with its tag, so the generation cannot come back. */
+ * the generation of the record's next that counts it.  1: grown.  0: the
+ * slot holds no hole (a late claim of an earlier life wrote there: "Late
+ * slot stores"), start a record.  -1: the CAS failed (a consumer sealed
+ * the record or a push linked after it), look again.  The CAS succeeds
+ * only in the life spot was read in: only the maker (this thread) pushes
+ * a record with its tag, so the generation cannot come back. */
 static int grow_claim(const rp__lane_grow_spot *spot, const rp__job *job)
 {
     rp__lane_rec *last = spot->rec;
-    uintptr_t g = (uintptr_t)spot->next.generation;
+    uintptr_t g = spot->gen;
     unsigned c = spot->jobs;
     bool sampled = job->flags & RP__JOB_SAMPLED;
 

@@ -192,7 +192,7 @@ int rp__lane_push_mp(rp__lane *lane, const rp__job *job, bool grow);
  * a record); -1 when the record changed since the look (look again). */
 typedef struct rp__lane_grow_spot {
     rp__lane_rec *rec;
-    struct ck_fifo_mpmc_pointer next; /* as the look read it */
+    uintptr_t gen; /* its next's generation, as the look read it */
     unsigned jobs;
 } rp__lane_grow_spot;
 bool rp__lane_grow_look(rp__lane *lane, const rp__job *job, rp__lane_grow_spot *spot);

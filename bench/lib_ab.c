@@ -125,6 +125,9 @@ static struct {
     size_t jobs;
     unsigned pairs, nsub;
     unsigned gap_ms; /* idle time before each timed round (--gap-ms) */
+    const char *placement; /* run pairs only on this kind (--placement), or NULL */
+    unsigned wait_s;       /* --placement: how long to wait for it, in all */
+    unsigned skipped;      /* --placement: ping-pongs that found another kind */
     bool push_hist;  /* time every tell of submitter 0 (--push-hist) */
     uint64_t hist[HIST_BUCKETS]; /* the round's counts (submitter 0 only) */
     const layout *layout; /* NULL: the scheduler's */
@@ -462,12 +465,38 @@ static void pools_down(int c)
  * batches 1.09x apart over 40 pairs).  New threads each pair draw their
  * layout anew, alike for both sides.
  */
-static void run_pairs(void)
+/* --placement: measure the placement until it is g.placement, sleeping
+ * PLACEMENT_POLL_S between looks; false when *waited reaches g.wait_s
+ * first.  Nothing runs meanwhile: no pool is up between pairs. */
+#define PLACEMENT_POLL_S 5u
+static bool placement_wanted(double *pp_ns, unsigned *waited)
 {
-    for (unsigned p = 0; p < g.pairs; p++) {
+    for (;;) {
         bench_pingpong_result pp;
 
-        g.pp_ns[p] = bench_pingpong(&pp, PP_ROUNDS, PP_TRIALS) == 0 ? pp.min_ns : -1;
+        *pp_ns = bench_pingpong(&pp, PP_ROUNDS, PP_TRIALS) == 0 ? pp.min_ns : -1;
+        if (!g.placement || !strcmp(bench_placement_kind(*pp_ns), g.placement))
+            return true;
+        g.skipped++;
+        if (*waited >= g.wait_s)
+            return false;
+        sleep(PLACEMENT_POLL_S);
+        *waited += PLACEMENT_POLL_S;
+    }
+}
+
+static void run_pairs(void)
+{
+    unsigned waited = 0;
+
+    for (unsigned p = 0; p < g.pairs; p++) {
+        if (!placement_wanted(&g.pp_ns[p], &waited)) {
+            fprintf(stderr, "\r%40s\r", "");
+            printf("# --placement %s: stopped after %u of %u pairs, %u s without that "
+                   "placement in all\n", g.placement, p, g.pairs, waited);
+            g.pairs = p;
+            return;
+        }
         for (int c = 0; c < NCASES; c++) {
             if (!g.want[c])
                 continue;
@@ -742,12 +771,18 @@ static void usage(FILE *f)
             "  --push-hist     time every tell of submitter 0 and print, per placement,\n"
             "                  how long its submits took (a histogram): where pushes\n"
             "                  wait for lines another CPU holds\n"
+            "  --placement K   run a pair only on a placement of kind K (near, middle\n"
+            "                  or far, by the ping-pong before it): else measure\n"
+            "                  again every %u s, up to --wait-s in all, then stop\n"
+            "                  with the pairs done (a placement is the scarce thing:\n"
+            "                  this VM flips between them every few minutes)\n"
+            "  --wait-s N      --placement's budget, 0..86400 s (default 1200)\n"
             "  --quick         4 pairs of 20000 jobs (a smoke run)\n"
             "  --version, --help\n"
             "Exit status: 0 ok, 1 failure (a job lost or run twice, a library that\n"
             "cannot be loaded, a --layout routee that ran off its CPU), 2 bad\n"
             "command line.\n",
-            MAX_PAIRS);
+            MAX_PAIRS, PLACEMENT_POLL_S);
 }
 
 static void parse_cases(const char *s)
@@ -799,6 +834,7 @@ static void parse_args(int argc, char **argv, const char *paths[2])
 
     g.jobs = 100000;
     g.pairs = 30;
+    g.wait_s = 1200;
     g.nsub = 1;
     g.want[C_TELL] = g.want[C_NOSTEAL] = g.want[C_BATCH] = true;
     for (int i = 1; i < argc; i++) {
@@ -826,6 +862,16 @@ static void parse_args(int argc, char **argv, const char *paths[2])
             g.push_hist = true;
         } else if (!strcmp(a, "--gap-ms")) {
             g.gap_ms = (unsigned)bench_parse_u64(a, need_value(argc, argv, &i), 0, 10000);
+        } else if (!strcmp(a, "--placement")) {
+            g.placement = need_value(argc, argv, &i);
+            if (strcmp(g.placement, "near") && strcmp(g.placement, "middle") &&
+                strcmp(g.placement, "far")) {
+                fprintf(stderr, "rp-bench-lib-ab: --placement must be near, middle or far, "
+                                "not '%s'\n", g.placement);
+                exit(2);
+            }
+        } else if (!strcmp(a, "--wait-s")) {
+            g.wait_s = (unsigned)bench_parse_u64(a, need_value(argc, argv, &i), 0, 86400);
         } else if (!strcmp(a, "--pairs")) {
             g.pairs = (unsigned)bench_parse_u64(a, need_value(argc, argv, &i), 1, MAX_PAIRS);
         } else if (a[0] == '-' && a[1]) {
@@ -885,6 +931,15 @@ int main(int argc, char **argv)
     bench_placement_take(&start, 5);
     run_pairs();
     bench_placement_take(&end, 5);
+    if (g.placement)
+        printf("# --placement %s: %u pairs ran; %u looks found another placement\n",
+               g.placement, g.pairs, g.skipped);
+    if (g.pairs == 0) {
+        bench_placement_verdict(stdout, "lib-ab", "", &start, &end);
+        free(g.ptrs);
+        free(g.recs);
+        return 0;
+    }
     print_pairs();
     print_summary();
     if (g.push_hist)

@@ -456,15 +456,6 @@ static void pools_down(int c)
     }
 }
 
-/*
- * Every pair runs on pools of its own.  A pool's threads keep the CPUs the
- * scheduler gave them for as long as they run, and on 2 vCPUs with 3 or 4
- * threads that layout (which threads share a CPU) moves a round's cost by
- * up to 2x: pools kept for a whole run gave one side a layout the other
- * did not have for every pair of the run (the same build on both sides:
- * batches 1.09x apart over 40 pairs).  New threads each pair draw their
- * layout anew, alike for both sides.
- */
 /* --placement: measure the placement until it is g.placement, sleeping
  * PLACEMENT_POLL_S between looks; false when *waited reaches g.wait_s
  * first.  Nothing runs meanwhile: no pool is up between pairs. */
@@ -485,6 +476,15 @@ static bool placement_wanted(double *pp_ns, unsigned *waited)
     }
 }
 
+/*
+ * Every pair runs on pools of its own.  A pool's threads keep the CPUs the
+ * scheduler gave them for as long as they run, and on 2 vCPUs with 3 or 4
+ * threads that layout (which threads share a CPU) moves a round's cost by
+ * up to 2x: pools kept for a whole run gave one side a layout the other
+ * did not have for every pair of the run (the same build on both sides:
+ * batches 1.09x apart over 40 pairs).  New threads each pair draw their
+ * layout anew, alike for both sides.
+ */
 static void run_pairs(void)
 {
     unsigned waited = 0;

@@ -52,6 +52,7 @@
  * The parts are listed in sojourn.h, one concept a file; this one is the
  * driver.  Public headers only (STYLE.md).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -137,8 +138,9 @@ static void preamble(const config *cfg, bench_machine *m, bench_calib *cal,
 
 /* ---- one run: one scheduler, one workload ---- */
 
-static void run_one(double *st, const config *cfg, enum variant v,
-                    const workload *w, const buffers *b, uint64_t seed)
+/* One run; its t0 (the jobs' times are from it). */
+static int64_t run_one(double *st, const config *cfg, enum variant v,
+                       const workload *w, const buffers *b, uint64_t seed)
 {
     sched s;
     int64_t t0, cpu, gen_end;
@@ -151,7 +153,8 @@ static void run_one(double *st, const config *cfg, enum variant v,
     }
     /* Start in 2 ms: the routees are up and asleep, as in service. */
     t0 = bench_now_ns() + 2000000;
-    feed = (feeder){.hooks = cfg->hooks, .s = &s, .w = w, .b = b, .t0 = t0};
+    feed = (feeder){.hooks = cfg->hooks, .time_submits = cfg->time_submits, .s = &s, .w = w,
+                    .b = b, .t0 = t0};
     atomic_init(&feed.next, 0);
     atomic_init(&feed.by_routee, 0);
     cpu = generate_all(cfg);
@@ -161,25 +164,59 @@ static void run_one(double *st, const config *cfg, enum variant v,
     st[S_GENCPU] = (double)cpu / (double)(gen_end - t0);
     st[S_HOOK] = (double)atomic_load(&feed.by_routee) / (double)w->n;
     feed.hooks = false;
+    return t0;
+}
+
+/* --dump-jobs: one run's jobs as CSV, times in ns from t0 (the run's
+ * start): scheduled arrival, submission, start, end; the worker that ran
+ * it, whether it was long, whether a routee submitted it, and with
+ * --time-submits how long its submit call took.  Exits on an I/O error. */
+static void dump_jobs(const config *cfg, int li, enum variant v, int rep, const workload *w,
+                      const buffers *b, int64_t t0)
+{
+    char path[4096];
+    FILE *f;
+    int n = snprintf(path, sizeof path, "%s/%.2f-%s-%d.csv", cfg->dump_dir, cfg->loads[li],
+                     variants[v].key, rep);
+
+    if (n < 0 || (size_t)n >= sizeof path || !(f = fopen(path, "w"))) {
+        fprintf(stderr, "rp-bench-sojourn: --dump-jobs: cannot write %s: %s\n", path,
+                n < 0 || (size_t)n >= sizeof path ? "path too long" : strerror(errno));
+        exit(1);
+    }
+    fprintf(f, "job,scheduled_ns,submitted_ns,start_ns,done_ns,worker,long,by_routee,submit_ns\n");
+    for (size_t i = 0; i < w->n; i++) {
+        const job *j = &b->jobs[i];
+        fprintf(f, "%zu,%lld,%lld,%lld,%lld,%d,%d,%d,%lld\n", i, (long long)w->offset[i],
+                (long long)(w->offset[i] + b->late[i]), (long long)(j->start - t0),
+                (long long)(j->done - t0), j->worker, w->is_long[i], b->by_routee[i],
+                cfg->time_submits ? (long long)b->submit_ns[i] : 0LL);
+    }
+    if (fclose(f) != 0) {
+        fprintf(stderr, "rp-bench-sojourn: --dump-jobs: cannot write %s: %s\n", path,
+                strerror(errno));
+        exit(1);
+    }
 }
 
 /* run_one(), done again (up to cfg->retries times, after waiting for the
  * machine to calm down) when other processes took more than
  * cfg->max_foreign of the machine during the run, or a job was interrupted
  * for cfg->max_stall_us or more (the VM was frozen: measured up to 55 ms,
- * both vCPUs at once). */
-static void run_guarded(double *st, const config *cfg, enum variant v, const workload *w,
-                        const buffers *b, uint64_t seed, int *redo_count)
+ * both vCPUs at once).  The kept run's t0. */
+static int64_t run_guarded(double *st, const config *cfg, enum variant v, const workload *w,
+                           const buffers *b, uint64_t seed, int *redo_count)
 {
     for (int tries = 0;; tries++) {
         bench_cpu_snap before, after;
+        int64_t t0;
         bench_cpu_snap_take(&before);
-        run_one(st, cfg, v, w, b, seed);
+        t0 = run_one(st, cfg, v, w, b, seed);
         bench_cpu_snap_take(&after);
         st[S_FOREIGN] = bench_foreign_share(&before, &after);
         if ((st[S_FOREIGN] < cfg->max_foreign && st[S_STALLMAX] < cfg->max_stall_us) ||
             tries == cfg->retries)
-            return;
+            return t0;
         ++*redo_count;
         fprintf(stderr, "\n%s: others used %.0f%% of the machine, longest stall %.1f ms; "
                 "waiting, then again\n", variants[v].label, 100 * st[S_FOREIGN],
@@ -200,7 +237,9 @@ static void run_load(int li, const config *cfg, workload *w, const buffers *b)
             enum variant v = (enum variant)((k + r) % V_COUNT);
             if (!cfg->enabled[v])
                 continue;
-            run_guarded(results[li][v][r], cfg, v, w, b, seed, &redone[li][v]);
+            int64_t t0 = run_guarded(results[li][v][r], cfg, v, w, b, seed, &redone[li][v]);
+            if (cfg->dump_dir)
+                dump_jobs(cfg, li, v, r, w, b, t0);
             if (cfg->json) {
                 record_stalls(&stalls[li][v][r], w, b);
                 record_lates(&lates[li][v][r], &late_base_us[li][v][r], w, b);

@@ -69,6 +69,11 @@ enum stat {
     S_STALLMAX,                   /* longest in-job interruption, us */
     S_FOREIGN,                    /* share of the machine used by others */
     S_DISP, S_DISP99,             /* dispatch delay (see dispatch_stats()), us */
+    S_HAND,                       /* handover: next start - previous end on a worker, us,
+                                   * when the next job was already submitted */
+    S_IDLEW,                      /* share of worker time idle while a job waited */
+    S_SUBR, S_SUBR90,             /* a routee's submit (in a job), mean and p90 ns;
+                                   * --time-submits only, else 0 */
     NSTAT
 };
 
@@ -98,6 +103,8 @@ typedef struct config {
     double max_foreign; /* redo a run when others used more of the machine */
     int retries;
     bool pin;           /* worker i (routee or central) pinned to CPU i */
+    bool time_submits;  /* time every submit (two clock reads each) */
+    const char *dump_dir; /* write each run's jobs as CSV here, or NULL */
     double max_stall_us; /* redo a run with a longer in-job interruption */
     int central_wake;   /* a central_wake */
     bool tbb_other;     /* --tbb-submit other: tbb's generators submit under SCHED_OTHER */
@@ -133,6 +140,8 @@ typedef struct buffers {
     int64_t *scratch; /* sojourn times, sorted for percentiles */
     size_t *ring[ROUTEES]; /* the simulation's per-routee queues of job indices */
     size_t *order;    /* job indices by (worker, start) */
+    int64_t *events;  /* 3 per job: the idle-while-waiting sweep (dispatch_stats()) */
+    int64_t *submit_ns; /* with --time-submits: each job's submit call, ns */
 } buffers;
 
 /* Per-run statistics of every cell. */
@@ -241,6 +250,7 @@ typedef struct feeder {
     _Alignas(64) _Atomic size_t next; /* first arrival not yet claimed */
     _Atomic size_t by_routee;         /* arrivals submitted by routees */
     bool hooks;
+    bool time_submits; /* time each submit into b->submit_ns */
     sched *s;
     const workload *w;
     const buffers *b;

@@ -60,7 +60,13 @@ static void feed_pump(int64_t now, bool routee)
             continue;
         feed.b->late[i] = now - (feed.t0 + w->offset[i]);
         feed.b->by_routee[i] = routee;
-        sched_submit(feed.s, &feed.b->jobs[i]);
+        if (__builtin_expect(feed.time_submits, 0)) {
+            int64_t t = bench_now_ns();
+            sched_submit(feed.s, &feed.b->jobs[i]);
+            feed.b->submit_ns[i] = bench_now_ns() - t;
+        } else {
+            sched_submit(feed.s, &feed.b->jobs[i]);
+        }
         mine++;
         i = atomic_load_explicit(&feed.next, memory_order_acquire);
     }

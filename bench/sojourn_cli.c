@@ -4,8 +4,10 @@
  * config (defaults first, --quick before the others, --no-hooks last), exit
  * status 2 on a bad one.
  */
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sojourn.h"
 
@@ -53,6 +55,12 @@ static void usage(FILE *f)
         "  --json FILE       also write the results as JSON, with each run's\n"
         "                    interrupted jobs, late submissions and late wake-ups\n"
         "                    (what rp-bench-sim --validate replays)\n"
+        "  --time-submits    time every submit (two clock reads each, which every\n"
+        "                    scheduler pays) and report the submits routees make\n"
+        "                    inside their jobs: mean and p90 ns per scheduler\n"
+        "  --dump-jobs DIR   write every run's jobs to DIR/<load>-<scheduler>-<run>.csv\n"
+        "                    (times in ns from the run's start; submit_ns with\n"
+        "                    --time-submits); DIR must exist\n"
         "  --help            this text\n"
         "Exit status: 0 ok, 1 runtime failure, 2 bad command line.\n", MAX_REPS,
         (unsigned)RP_IDLE_SPIN_US_MAX);
@@ -165,6 +173,10 @@ static void parse_one(config *cfg, int argc, char **argv, int *i, bool *warm_set
         cfg->tbb_other = parse_name(a, opt_value(argc, argv, i), tbb_submit_names, 2) == 1;
     else if (!strcmp(a, "--no-pin"))
         cfg->pin = false;
+    else if (!strcmp(a, "--time-submits"))
+        cfg->time_submits = true;
+    else if (!strcmp(a, "--dump-jobs"))
+        cfg->dump_dir = opt_value(argc, argv, i);
     else if (!strcmp(a, "--idle-spin-us"))
         g_idle_spin_us = (unsigned)bench_parse_u64(a, opt_value(argc, argv, i), 0, RP_IDLE_SPIN_US_MAX);
     else if (!strcmp(a, "--no-hooks"))
@@ -205,4 +217,14 @@ void parse_args(config *cfg, int argc, char **argv)
             cfg->hooks = false;
     if (!warm_set)
         cfg->warmup = cfg->jobs / 10;
+    if (cfg->dump_dir) { /* checked now, not after the first run */
+        DIR *d = opendir(cfg->dump_dir); /* (enum stat hides struct stat here) */
+        if (d)
+            closedir(d);
+        if (!d || access(cfg->dump_dir, W_OK | X_OK) != 0) {
+            fprintf(stderr, "--dump-jobs: %s is not a directory this process can write to\n",
+                    cfg->dump_dir);
+            exit(2);
+        }
+    }
 }

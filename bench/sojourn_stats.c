@@ -47,8 +47,8 @@ static void dispatch_stats(double *st, const workload *w, const buffers *b, int6
                            size_t warm)
 {
     int64_t prev_done[ROUTEES];
-    size_t m = 0;
-    double sum = 0;
+    size_t m = 0, handed = 0;
+    double sum = 0, hand = 0;
 
     for (size_t i = 0; i < w->n; i++)
         b->order[i] = i;
@@ -64,13 +64,79 @@ static void dispatch_stats(double *st, const workload *w, const buffers *b, int6
             continue;
         ready = submit > prev_done[j->worker] ? submit : prev_done[j->worker];
         b->idle_wait[i] = submit > prev_done[j->worker] ? j->start - submit : 0;
+        if (i >= warm && submit <= prev_done[j->worker]) {
+            hand += (double)(j->start - prev_done[j->worker]);
+            handed++;
+        }
         prev_done[j->worker] = j->done;
         if (i >= warm)
             sum += (double)(b->scratch[m++] = j->start - ready);
     }
+    st[S_HAND] = handed ? hand / (double)handed / 1e3 : 0;
     bench_sort_i64(b->scratch, m);
     st[S_DISP] = m ? sum / (double)m / 1e3 : 0;
     st[S_DISP99] = (double)bench_pct_sorted(b->scratch, m, 0.99) / 1e3;
+}
+
+/* Events of the idle-while-waiting sweep, (time - t0) * 4 + kind: kinds in
+ * this order so that at one instant a job is submitted before it starts. */
+enum { EV_SUBMIT, EV_START, EV_DONE };
+
+/*
+ * The share of the workers' time, from the first measured arrival on, in
+ * which a worker was idle while a submitted job had not started: the
+ * capacity a scheduler loses to wake-ups, hand-overs and work it cannot
+ * see (a central queue loses only the first two).  At load 0.9 a point of
+ * it moves the tail by tens of percent: docs/performance.md, "Tail
+ * latency under load".
+ */
+static void idle_with_work(double *st, const workload *w, const buffers *b, int64_t t0,
+                           size_t warm)
+{
+    int64_t from = w->offset[warm], prev = from, end = from;
+    size_t k = 0;
+    long waiting = 0, busy = 0;
+    double lost = 0;
+
+    for (size_t i = 0; i < w->n; i++) {
+        const job *j = &b->jobs[i];
+        if (j->worker < 0)
+            continue; /* never ran (a run that failed): not counted */
+        b->events[k++] = (w->offset[i] + b->late[i]) * 4 + EV_SUBMIT;
+        b->events[k++] = (j->start - t0) * 4 + EV_START;
+        b->events[k++] = (j->done - t0) * 4 + EV_DONE;
+    }
+    bench_sort_i64(b->events, k);
+    for (size_t e = 0; e < k; e++) {
+        int64_t t = b->events[e] >> 2;
+        long idle = (long)ROUTEES - busy;
+        if (t > prev && t > from) {
+            int64_t dt = t - (prev > from ? prev : from);
+            lost += (double)(waiting < idle ? waiting : idle) * (double)dt;
+        }
+        prev = t;
+        end = t > end ? t : end;
+        switch (b->events[e] & 3) {
+        case EV_SUBMIT: waiting++; break;
+        case EV_START: waiting--, busy++; break;
+        default: busy--; break;
+        }
+    }
+    st[S_IDLEW] = end > from ? lost / ((double)ROUTEES * (double)(end - from)) : 0;
+}
+
+/* --time-submits: mean and p90 of the submits routees made (in a job). */
+static void routee_submits(double *st, const workload *w, const buffers *b, size_t warm)
+{
+    size_t m = 0;
+    double sum = 0;
+
+    for (size_t i = warm; i < w->n; i++)
+        if (b->by_routee[i])
+            sum += (double)(b->scratch[m++] = b->submit_ns[i]);
+    bench_sort_i64(b->scratch, m);
+    st[S_SUBR] = m ? sum / (double)m : 0;
+    st[S_SUBR90] = m ? (double)bench_pct_sorted(b->scratch, m, 0.90) : 0;
 }
 
 void run_stats(double *st, const config *cfg, const workload *w,
@@ -103,6 +169,10 @@ void run_stats(double *st, const config *cfg, const workload *w,
     st[S_P999] = (double)bench_pct_sorted(b->scratch, m, 0.999) / 1e3;
     late_stats(st, w, b, warm);
     dispatch_stats(st, w, b, t0, warm);
+    idle_with_work(st, w, b, t0, warm);
+    st[S_SUBR] = st[S_SUBR90] = 0;
+    if (cfg->time_submits)
+        routee_submits(st, w, b, warm);
 }
 
 /* ---- over runs ---- */

@@ -62,11 +62,13 @@ void alloc_buffers(buffers *b, workload *w, size_t n)
     for (size_t k = 0; k < ROUTEES; k++)
         b->ring[k] = malloc(n * sizeof *b->ring[k]);
     b->order = malloc(n * sizeof *b->order);
+    b->events = malloc(3 * n * sizeof *b->events);
+    b->submit_ns = malloc(n * sizeof *b->submit_ns);
     w->n = n;
     w->offset = malloc(n * sizeof *w->offset);
     w->is_long = malloc(n);
     if (!b->jobs || !b->queue || !b->late || !b->by_routee || !b->idle_wait || !b->scratch || !b->ring[0] || !b->ring[1] ||
-        !b->order || !w->offset || !w->is_long) {
+        !b->order || !b->events || !b->submit_ns || !w->offset || !w->is_long) {
         fprintf(stderr, "rp-bench-sojourn: out of memory for %zu jobs\n", n);
         exit(1);
     }
@@ -77,6 +79,8 @@ void alloc_buffers(buffers *b, workload *w, size_t n)
     memset(b->by_routee, 0, n);
     memset(b->idle_wait, 0, n * sizeof *b->idle_wait);
     memset(b->scratch, 0, n * sizeof *b->scratch);
+    memset(b->events, 0, 3 * n * sizeof *b->events);
+    memset(b->submit_ns, 0, n * sizeof *b->submit_ns);
 }
 
 /* Median measured duration of a job of `iters` iterations, in us. */

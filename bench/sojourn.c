@@ -169,8 +169,9 @@ static int64_t run_one(double *st, const config *cfg, enum variant v,
 
 /* --dump-jobs: one run's jobs as CSV, times in ns from t0 (the run's
  * start): scheduled arrival, submission, start, end; the worker that ran
- * it, whether it was long, whether a routee submitted it, and with
- * --time-submits how long its submit call took.  Exits on an I/O error. */
+ * it, whether it was long, the routee that submitted it (-1: a generator
+ * thread), and with --time-submits how long its submit call took.  Exits
+ * on an I/O error. */
 static void dump_jobs(const config *cfg, int li, enum variant v, int rep, const workload *w,
                       const buffers *b, int64_t t0)
 {
@@ -184,12 +185,12 @@ static void dump_jobs(const config *cfg, int li, enum variant v, int rep, const 
                 n < 0 || (size_t)n >= sizeof path ? "path too long" : strerror(errno));
         exit(1);
     }
-    fprintf(f, "job,scheduled_ns,submitted_ns,start_ns,done_ns,worker,long,by_routee,submit_ns\n");
+    fprintf(f, "job,scheduled_ns,submitted_ns,start_ns,done_ns,worker,long,submitter,submit_ns\n");
     for (size_t i = 0; i < w->n; i++) {
         const job *j = &b->jobs[i];
         fprintf(f, "%zu,%lld,%lld,%lld,%lld,%d,%d,%d,%lld\n", i, (long long)w->offset[i],
                 (long long)(w->offset[i] + b->late[i]), (long long)(j->start - t0),
-                (long long)(j->done - t0), j->worker, w->is_long[i], b->by_routee[i],
+                (long long)(j->done - t0), j->worker, w->is_long[i], b->by_routee[i] - 1,
                 cfg->time_submits ? (long long)b->submit_ns[i] : 0LL);
     }
     if (fclose(f) != 0) {
@@ -279,6 +280,7 @@ int main(int argc, char **argv)
     if (cfg.json)
         write_json(&cfg, &mach, &cal, &start.pp);
     free(b.jobs), free(b.queue), free(b.late), free(b.by_routee), free(b.idle_wait), free(b.scratch);
+    free(b.events), free(b.submit_ns);
     for (size_t k = 0; k < ROUTEES; k++)
         free(b.ring[k]);
     free(b.order);

@@ -135,7 +135,7 @@ typedef struct buffers {
     job *jobs;
     job **queue;      /* the central queue's ring (one slot per job) */
     int64_t *late;    /* generator lateness per job, ns */
-    uint8_t *by_routee; /* 1: submitted by a routee's hook (feed_pump) */
+    uint8_t *by_routee; /* submitted by routee k's hook (feed_pump): k + 1; else 0 */
     int64_t *idle_wait; /* dispatch delay of a job that found its worker idle, else 0 */
     int64_t *scratch; /* sojourn times, sorted for percentiles */
     size_t *ring[ROUTEES]; /* the simulation's per-routee queues of job indices */

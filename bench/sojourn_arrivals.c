@@ -59,7 +59,7 @@ static void feed_pump(int64_t now, bool routee)
                                                    memory_order_acquire))
             continue;
         feed.b->late[i] = now - (feed.t0 + w->offset[i]);
-        feed.b->by_routee[i] = routee;
+        feed.b->by_routee[i] = routee ? (uint8_t)(tl_worker + 1) : 0;
         if (__builtin_expect(feed.time_submits, 0)) {
             int64_t t = bench_now_ns();
             sched_submit(feed.s, &feed.b->jobs[i]);

@@ -181,6 +181,26 @@ void print_verdict(const config *cfg, const bench_placement *start, const bench_
         }
     printf("  %d met, %d not met (loads run: %d; the issue's are 0.50, 0.80, 0.90)\n", met,
            missed, cfg->nloads);
+    /* Near saturation every ns a scheduler spends per job moves its tail:
+     * the utilization the run measured, and what each scheduler lost. */
+    for (int li = 0; li < cfg->nloads; li++) {
+        printf("  load %.2f measured: utilization %.2f (central queue), worker time idle while a "
+               "job waited", cfg->loads[li], median_stat(li, V_CENTRAL, cfg->reps, S_UTIL));
+        for (size_t k = 0; k <= sizeof cells / sizeof cells[0]; k++) {
+            enum variant v = k ? cells[k - 1].v : V_CENTRAL;
+            if (cfg->enabled[v])
+                printf("%s %s %.1f%%", k ? "," : "", variants[v].key,
+                       100 * median_stat(li, v, cfg->reps, S_IDLEW));
+        }
+        printf(", handover us");
+        for (size_t k = 0; k <= sizeof cells / sizeof cells[0]; k++) {
+            enum variant v = k ? cells[k - 1].v : V_CENTRAL;
+            if (cfg->enabled[v])
+                printf("%s %s %.3f", k ? "," : "", variants[v].key,
+                       median_stat(li, v, cfg->reps, S_HAND));
+        }
+        printf("\n");
+    }
     if (missed && wake->samples > 0)
         printf("  floor in this run: a futex wake-up takes %.1f us p50, %.1f us p99 (FUTEX_WAKE "
                "to the sleeper running on the other CPU)\n", wake->p50_us, wake->p99_us);

@@ -86,9 +86,9 @@ enum { EV_SUBMIT, EV_START, EV_DONE };
  * The share of the workers' time, from the first measured arrival on, in
  * which a worker was idle while a submitted job had not started: the
  * capacity a scheduler loses to wake-ups, hand-overs and work it cannot
- * see (a central queue loses only the first two).  At load 0.9 a point of
- * it moves the tail by tens of percent: docs/performance.md, "Tail
- * latency under load".
+ * see behind a busy worker (a central queue loses only the first two).
+ * Near saturation each point of it moves the tail by several percent:
+ * docs/performance.md, "What the tail at 0.8-0.9 is made of".
  */
 static void idle_with_work(double *st, const workload *w, const buffers *b, int64_t t0,
                            size_t warm)

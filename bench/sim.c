@@ -141,7 +141,8 @@ static void usage(FILE *f)
         "                    its workloads run by run with the bench profile (dispatch\n"
         "                    200 ns, wake-up 1700 ns + exp(3300 ns), the central\n"
         "                    queue's workers pay the wake-up but no dispatch, slowdown\n"
-        "                    = the file's measured service time / 10.9 us; options\n"
+        "                    = the file's measured service time / 10.9 us, and with\n"
+        "                    --handover each scheduler's measured per-job cost; options\n"
         "                    given override it) and print sim vs real mean\n"
         "                    and p99 with PASS/FAIL against 20%%, the medians over\n"
         "                    runs compared, and beside them the median over runs\n"
@@ -159,6 +160,12 @@ static void usage(FILE *f)
         "                    its idle routee to wake (the file's \"wakes\") waits at\n"
         "                    least as long when its simulated routee (or central\n"
         "                    worker) sleeps too (default on; newer files only)\n"
+        "  --handover on|off with --validate: charge each scheduler, per job, the\n"
+        "                    handover the file measured for it (\"handover_mean_us\":\n"
+        "                    a queued job's start after its worker's previous job)\n"
+        "                    instead of the profile's dispatch, the central queue\n"
+        "                    too (default on; files from the tenth session of issue\n"
+        "                    18 on; --dispatch-ns or --central-dispatch-ns turn it off)\n"
         "  --strict          with --validate: exit 1 if any cell FAILs (bench/run\n"
         "                    does not set it: noisy measurements must not fail CI)\n"
         "  --help            this text\n"
@@ -315,13 +322,15 @@ static void parse_one(config *cfg, int argc, char **argv, int *i)
         cfg->validate = value(argc, argv, i);
     else if (!strcmp(a, "--strict"))
         cfg->strict = true;
-    else if (!strcmp(a, "--stalls") || !strcmp(a, "--late") || !strcmp(a, "--wakes")) {
+    else if (!strcmp(a, "--stalls") || !strcmp(a, "--late") || !strcmp(a, "--wakes") ||
+             !strcmp(a, "--handover")) {
         const char *v = value(argc, argv, i);
         if (strcmp(v, "on") && strcmp(v, "off"))
             bad(a, v, "on or off");
-        *(!strcmp(a, "--late")    ? &cfg->replay.late
-          : !strcmp(a, "--wakes") ? &cfg->replay.wakes
-                                  : &cfg->replay.stalls) = !strcmp(v, "on");
+        *(!strcmp(a, "--late")       ? &cfg->replay.late
+          : !strcmp(a, "--wakes")    ? &cfg->replay.wakes
+          : !strcmp(a, "--handover") ? &cfg->replay.handover
+                                     : &cfg->replay.stalls) = !strcmp(v, "on");
     }
     else if (!strcmp(a, "--cost")) {
         const char *v = value(argc, argv, i);
@@ -343,7 +352,7 @@ static void parse_args(config *cfg, int argc, char **argv)
                     .loads = {0.5, 0.8, 0.9, 0.95}, .nloads = 4, .cost = SC_BIMODAL,
                     .jobs = 1000000, .per_routee = 8000, .max_jobs = 8000000,
                     .scan_budget = 500000000, .seed = 1,
-                    .replay = {.stalls = true, .late = true, .wakes = true}};
+                    .replay = {.stalls = true, .late = true, .wakes = true, .handover = true}};
     sim_model_defaults(&cfg->model);
     for (int r = 0; r < SR_COUNT; r++)
         cfg->enabled[r] = true;
@@ -366,6 +375,11 @@ static void parse_args(config *cfg, int argc, char **argv)
     }
     for (int i = 1; i < argc; i++)
         parse_one(cfg, argc, argv, &i);
+    /* A per-job cost given on the command line wins over the measured
+     * handovers, for every cell (options given override the profile). */
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--dispatch-ns") || !strcmp(argv[i], "--central-dispatch-ns"))
+            cfg->replay.handover = false;
 }
 
 /*

@@ -122,6 +122,8 @@ typedef struct sim_replay {
     bool stalls; /* the interruptions, as extra job cost */
     bool late;   /* the generator's lateness, as later submissions */
     bool wakes;  /* late wake-ups of idle routees, as those jobs' wake-ups */
+    bool handover; /* each scheduler's measured handover as its per-job cost
+                    * (dispatch_ns, central_dispatch_ns), cell by cell */
 } sim_replay;
 
 /** --validate FILE: 0 every cell passes, 1 a cell fails (or out of

@@ -41,6 +41,10 @@ typedef struct real_cell {
     double load;
     sim_router router;
     double mean, p99, service, disp_mean, disp_p99;
+    /* The measured handover (rp-bench-sojourn's handover_mean_us: a job's
+     * start after the previous job's end on its worker, when it was
+     * queued), us; -1 in files from before the tenth session. */
+    double handover;
     double ideal_mean, ideal_p99;   /* the benchmark's zero-overhead simulation */
     double run_p99[V_MAX_RUNS], run_mean[V_MAX_RUNS];
     /* The run's measured interruptions ("stalls"), replayed as extra job
@@ -228,6 +232,9 @@ static bool parse_cell(real_cell *c, const char *s, const char *end, bool *skip,
         !num_after(sim, runs, "mean_us", &c->ideal_mean) ||
         !num_after(sim, runs, "p99_us", &c->ideal_p99))
         return false;
+    if (!num_after(med, sim, "handover_mean_us", &c->handover) || !(c->handover >= 0) ||
+        c->handover > 1000)
+        c->handover = -1; /* an older file, or not a number we can use */
     if (!parse_runs(c, runs, end, warmup, jobs))
         return false;
     return c->nruns > 0 && c->load > 0 && c->load < 1;
@@ -413,6 +420,12 @@ static int validate_cell(const real_file *f, const real_cell *c, int li, const s
 
     if (!slowdown_given)
         m.slowdown = slowdown_at(f, c->load, replay.stalls);
+    if (replay.handover && c->handover >= 0) {
+        if (c->router == SR_CENTRAL)
+            m.central_dispatch_ns = (int64_t)(c->handover * 1e3 + 0.5);
+        else
+            m.dispatch_ns = (int64_t)(c->handover * 1e3 + 0.5);
+    }
     if (simulate_cell(&s, f, li, c, &m, replay) < 0)
         return -1;
     for (int i = 1; i < c->nruns; i++) {
@@ -457,10 +470,15 @@ int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool
     }
     bool had_stalls = strstr(text, "\"stalls\":") != NULL, had_late = strstr(text, "\"late\":") != NULL;
     bool had_wakes = strstr(text, "\"wakes\":") != NULL;
+    bool had_handover = false;
+
+    for (int i = 0; i < f.ncells; i++)
+        had_handover |= f.cells[i].handover >= 0;
     /* Files from before these lists were written have none. */
     replay.stalls = replay.stalls && had_stalls;
     replay.late = replay.late && had_late;
     replay.wakes = replay.wakes && had_wakes;
+    replay.handover = replay.handover && had_handover;
     printf("# rp-bench-sim --validate %s: %d cells, k=2, %llu jobs (+%llu warm-up) x %d runs, "
            "seed %llu, replayed run by run\n", path, f.ncells, (unsigned long long)f.jobs,
            (unsigned long long)f.warmup, f.reps, (unsigned long long)f.seed);
@@ -486,6 +504,30 @@ int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool
                "run)\n", median_over_runs(&f, F_WAKES));
     else
         printf("# late wake-ups: not replayed (%s)\n", had_wakes ? "--wakes off" : "the file has none");
+    if (replay.handover) {
+        printf("# per-job cost: replayed, each scheduler's measured handover (a queued job's start "
+               "after its worker's previous job) replaces the dispatch above, the central queue's "
+               "too\n");
+        for (int li = 0; li < f.nloads; li++) {
+            printf("#   load %.2f, ns:", f.loads[li]);
+            for (int i = 0, n = 0; i < f.ncells; i++) {
+                const real_cell *c = &f.cells[i];
+                if (fabs(c->load - f.loads[li]) > 1e-9)
+                    continue;
+                printf("%s %s ", n++ ? "," : "", sim_router_key[c->router]);
+                if (c->handover >= 0)
+                    printf("%.0f", c->handover * 1e3);
+                else /* unreadable in this cell: the profile's */
+                    printf("%lld (the profile's; none readable)",
+                           (long long)(c->router == SR_CENTRAL ? m->central_dispatch_ns
+                                                               : m->dispatch_ns));
+            }
+            printf("\n");
+        }
+    } else
+        printf("# per-job cost: the profile's (%s)\n",
+               had_handover ? "--handover off, or a --dispatch-ns / --central-dispatch-ns given"
+                            : "the file has no handovers");
     for (int li = 0; li < f.nloads; li++)
         printf("# load %.2f: slowdown %.3f (%s)\n", f.loads[li],
                slowdown_given ? m->slowdown : slowdown_at(&f, f.loads[li], replay.stalls),

@@ -506,8 +506,9 @@ int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool
         printf("# late wake-ups: not replayed (%s)\n", had_wakes ? "--wakes off" : "the file has none");
     if (replay.handover) {
         printf("# per-job cost: replayed, each scheduler's measured handover (a queued job's start "
-               "after its worker's previous job) replaces the dispatch above, the central queue's "
-               "too\n");
+               "after its worker's previous job) replaces the dispatch above, %s\n",
+               m->central_overhead ? "the central queue's too"
+                                   : "not the central queue's (--central-overhead 0: ideal)");
         for (int li = 0; li < f.nloads; li++) {
             printf("#   load %.2f, ns:", f.loads[li]);
             for (int i = 0, n = 0; i < f.ncells; i++) {

@@ -79,11 +79,16 @@ typedef struct lib {
     int (*job_routee)(const rp_job_ctx *);
 } lib;
 
-enum { C_TELL, C_NOSTEAL, C_BATCH, C_SM, NCASES };
-static const char *const case_key[NCASES] = {"tell", "tell-nosteal", "batch", "sm-steal"};
+enum { C_TELL, C_NOSTEAL, C_BATCH, C_SM, C_CHAIN, NCASES };
+static const char *const case_key[NCASES] = {"tell", "tell-nosteal", "batch", "sm-steal",
+                                             "chain"};
 static const char *const case_name[NCASES] = {
     "tell, round-robin, steal on (default)", "tell, round-robin, steal off",
-    "batch of 64, round-robin, steal on", "tell, smallest-mailbox, steal on"};
+    "batch of 64, round-robin, steal on", "tell, smallest-mailbox, steal on",
+    "jobs that tell the next job from inside a job (8 chains), round-robin, steal on"};
+
+/* C_CHAIN: this many chains in flight; job i tells job i + CHAINS. */
+#define CHAINS 8
 
 /* A thread layout (--layout): the CPU of each submitter and routee, 0 or
  * 1 (the first two the process may use), -1 for a submitter left to the
@@ -143,6 +148,7 @@ static struct {
     double pp_ns[MAX_PAIRS];
     round_out res[MAX_PAIRS][2][NCASES];
     const lib *cur;       /* the library of the round running */
+    rp_pool *chain_pool;  /* C_CHAIN: the pool of the round running */
     int sub_cpu[MAX_SUB]; /* where each submitter finished */
 } g;
 
@@ -165,6 +171,17 @@ static void mark(rp_job_ctx *ctx, void *arg)
         if (r >= 0 && r < WORKERS)
             bench_cpu_note(&where[r]);
     }
+}
+
+/* C_CHAIN: mark, then tell the chain's next job (the in-job submit that
+ * rp-bench-sojourn's routees make, with nothing else in the job). */
+static void chain(rp_job_ctx *ctx, void *arg)
+{
+    size_t next = (size_t)((rec *)arg - g.recs) + CHAINS;
+
+    mark(ctx, arg);
+    if (next < g.jobs && g.cur->submit(g.chain_pool, chain, &g.recs[next]) < 0)
+        die("rp_pool_submit in a job", g.cur->errmsg());
 }
 
 /* ---- loading ---- */
@@ -298,7 +315,12 @@ static void *submit_slice(void *p)
 
     if (g.layout && g.layout->sub[s->who] >= 0)
         bench_pin_self(g.cpu[g.layout->sub[s->who]]);
-    if (s->c == C_BATCH) {
+    if (s->c == C_CHAIN) {
+        /* The chains' first jobs, split between the submitters. */
+        for (size_t i = CHAINS * s->who / g.nsub; i < CHAINS * (s->who + 1) / g.nsub; i++)
+            if (i < g.jobs && s->l->submit(s->pool, chain, &g.recs[i]) < 0)
+                die("rp_pool_submit", s->l->errmsg());
+    } else if (s->c == C_BATCH) {
         for (size_t i = s->lo; i < s->hi; i += BATCH) {
             size_t k = s->hi - i < BATCH ? s->hi - i : BATCH;
             if (s->l->submit_batch(s->pool, mark, g.ptrs + i, k) < 0)
@@ -395,6 +417,7 @@ static round_out run_round(int side, int c, unsigned gap_ms)
     counters(l, g.pools[side][c], &sleeps0, &stole0);
     memset(g.hist, 0, sizeof g.hist);
     g.cur = l;
+    g.chain_pool = g.pools[side][c];
     t0 = bench_now_ns();
     for (unsigned k = 1; k < g.nsub; k++)
         if (pthread_create(&s[k].th, NULL, submit_slice, &s[k]) != 0)
@@ -675,7 +698,7 @@ static void print_push_hist(void)
         if (!k)
             continue;
         for (int c = 0; c < NCASES; c++) {
-            if (!g.want[c] || c == C_BATCH)
+            if (!g.want[c] || c == C_BATCH || c == C_CHAIN) /* no tells of submitter 0 to time */
                 continue;
             for (int side = 0; side < 2; side++) {
                 printf("| %s | %s | %c | %zu |", kinds[i], case_key[c], 'A' + side, k);
@@ -754,8 +777,9 @@ static void usage(FILE *f)
             "  pools.  The summary gives per placement the medians, the B/A ratio,\n"
             "  each side's stealing tax, sleeps and steals; then per thread layout\n"
             "  (which threads shared a CPU) each side's rounds and their cost.\n"
-            "  --cases LIST    comma list of tell,tell-nosteal,batch,sm-steal\n"
-            "                  (default tell,tell-nosteal,batch)\n"
+            "  --cases LIST    comma list of tell,tell-nosteal,batch,sm-steal,chain\n"
+            "                  (default tell,tell-nosteal,batch; chain: every job but\n"
+            "                  the first %d tells the next from inside a job)\n"
             "  --submitters S  1 or 2 (default 1)\n"
             "  --layout L      pin the threads: S|RR (the submitter on one CPU, both\n"
             "                  routees on the other), SR|R (the submitter beside\n"
@@ -782,7 +806,7 @@ static void usage(FILE *f)
             "Exit status: 0 ok, 1 failure (a job lost or run twice, a library that\n"
             "cannot be loaded, a --layout routee that ran off its CPU), 2 bad\n"
             "command line.\n",
-            MAX_PAIRS, PLACEMENT_POLL_S);
+            CHAINS, MAX_PAIRS, PLACEMENT_POLL_S);
 }
 
 static void parse_cases(const char *s)
@@ -796,7 +820,7 @@ static void parse_cases(const char *s)
         while (c < NCASES && strcmp(t, case_key[c]) != 0)
             c++;
         if (c == NCASES) {
-            fprintf(stderr, "--cases: unknown case '%s' (tell, tell-nosteal, batch, sm-steal)\n",
+            fprintf(stderr, "--cases: unknown case '%s' (tell, tell-nosteal, batch, sm-steal, chain)\n",
                     t);
             exit(2);
         }

@@ -60,13 +60,10 @@ static void feed_pump(int64_t now, bool routee)
             continue;
         feed.b->late[i] = now - (feed.t0 + w->offset[i]);
         feed.b->by_routee[i] = routee ? (uint8_t)(tl_worker + 1) : 0;
-        if (__builtin_expect(feed.time_submits, 0)) {
-            int64_t t = bench_now_ns();
-            sched_submit(feed.s, &feed.b->jobs[i]);
+        int64_t t = feed.time_submits ? bench_now_ns() : 0;
+        sched_submit(feed.s, &feed.b->jobs[i]);
+        if (feed.time_submits)
             feed.b->submit_ns[i] = bench_now_ns() - t;
-        } else {
-            sched_submit(feed.s, &feed.b->jobs[i]);
-        }
         mine++;
         i = atomic_load_explicit(&feed.next, memory_order_acquire);
     }

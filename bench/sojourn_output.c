@@ -184,20 +184,19 @@ void print_verdict(const config *cfg, const bench_placement *start, const bench_
     /* Near saturation every ns a scheduler spends per job moves its tail:
      * the utilization the run measured, and what each scheduler lost. */
     for (int li = 0; li < cfg->nloads; li++) {
-        printf("  load %.2f measured: utilization %.2f (central queue), worker time idle while a "
-               "job waited", cfg->loads[li], median_stat(li, V_CENTRAL, cfg->reps, S_UTIL));
-        for (size_t k = 0; k <= sizeof cells / sizeof cells[0]; k++) {
-            enum variant v = k ? cells[k - 1].v : V_CENTRAL;
-            if (cfg->enabled[v])
-                printf("%s %s %.1f%%", k ? "," : "", variants[v].key,
-                       100 * median_stat(li, v, cfg->reps, S_IDLEW));
-        }
-        printf(", handover us");
-        for (size_t k = 0; k <= sizeof cells / sizeof cells[0]; k++) {
-            enum variant v = k ? cells[k - 1].v : V_CENTRAL;
-            if (cfg->enabled[v])
-                printf("%s %s %.3f", k ? "," : "", variants[v].key,
-                       median_stat(li, v, cfg->reps, S_HAND));
+        static const struct { const char *what; enum stat st; double scale; const char *fmt; }
+            figs[] = {{"worker time idle while a job waited", S_IDLEW, 100, "%s %s %.1f%%"},
+                      {"handover us", S_HAND, 1, "%s %s %.3f"}};
+        printf("  load %.2f measured: utilization %.2f (central queue)", cfg->loads[li],
+               median_stat(li, V_CENTRAL, cfg->reps, S_UTIL));
+        for (size_t f = 0; f < sizeof figs / sizeof figs[0]; f++) {
+            printf(", %s", figs[f].what);
+            for (size_t k = 0; k <= sizeof cells / sizeof cells[0]; k++) {
+                enum variant v = k ? cells[k - 1].v : V_CENTRAL;
+                if (cfg->enabled[v])
+                    printf(figs[f].fmt, k ? "," : "", variants[v].key,
+                           figs[f].scale * median_stat(li, v, cfg->reps, figs[f].st));
+            }
         }
         printf("\n");
     }

@@ -20,6 +20,28 @@
  * Every accepted job ends in exactly one place: run by the owner, or handed
  * back (dropped, evicted, stopped, shut down) through the handback callback,
  * and is counted there.
+ *
+ * The owner ring.  A job that tells its own routee (a round-robin turn
+ * that comes back to it, a smallest-mailbox pick of itself) would pay a
+ * lane push's locked instructions - the reservation and sequence on the
+ * line every producer writes, the record's link and the tail - and the
+ * owner the pop's.  Such a tell, when plain (no reply, not pinned, no
+ * trace) and the mailbox unbounded, goes into a ring of RP__OWN_RING
+ * entries per mailbox that the owner alone fills: the entry with plain
+ * (relaxed) stores, its slot taken from released_owner
+ * (rp__mailbox_reserve_owner), counted in enqueued_owner, then one
+ * seq_cst store of own_tail, on a line the owner keeps (the Dekker store
+ * against an idle thief's bit).  The ring stays stealable: a thief takes
+ * from it when the stealable lane gives nothing, as the owner takes: read
+ * the entries at own_head, then CAS own_head past them; a consumer whose
+ * CAS fails may have read entries the owner was writing again, and
+ * throws its copy away.  The owner writes an entry again only after the
+ * CAS that took it (it reads own_head with acquire).  It takes its ring's
+ * jobs in their place in FIFO order: an entry's seq is the lanes'
+ * enqueued count when it was queued, and lane jobs with a smaller
+ * sequence number go first (a hint, as every peek at the lanes).  A full
+ * ring sends the tell to the lanes.  Measured: design.md, "The owner
+ * ring".
  */
 #include <sched.h>
 #include <stddef.h>
@@ -50,6 +72,15 @@ int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,
     mb->metrics = false;
     atomic_init(&mb->expired, 0);
     atomic_init(&mb->evicting, 0);
+    atomic_init(&mb->own_head, 0);
+    atomic_init(&mb->own_tail, 0);
+    atomic_init(&mb->enqueued_owner, 0);
+    for (unsigned i = 0; i < RP__OWN_RING; i++) {
+        atomic_init(&mb->own[i].fn, NULL);
+        atomic_init(&mb->own[i].arg, NULL);
+        atomic_init(&mb->own[i].seq, 0);
+        atomic_init(&mb->own[i].enq_ns, 0);
+    }
     rp__event_init(&mb->ev);
     if ((rc = rp__lane_init(&mb->pinned, arena)) < 0)
         return rc;
@@ -289,6 +320,83 @@ int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned,
     return enqueue_reserved(mb, &job);
 }
 
+int rp__mailbox_push_own(rp__mailbox *mb, rp_job_fn fn, void *arg)
+{
+    uint64_t t = atomic_load_explicit(&mb->own_tail, memory_order_relaxed), n;
+    rp__own_job *e = &mb->own[t & (RP__OWN_RING - 1)];
+    int64_t enq_ns = 0;
+    int closed;
+
+    /* Acquire: whoever took the entry t - RP__OWN_RING read it before
+     * its CAS, so it is ours to write again. */
+    if (mb->capacity != 0 ||
+        t - atomic_load_explicit(&mb->own_head, memory_order_acquire) >= RP__OWN_RING ||
+        (RP_UNLIKELY(mb->trace_sample != NULL) &&
+         atomic_load_explicit(mb->trace_sample, memory_order_acquire)))
+        return 1;
+    if ((closed = rp__mailbox_closed(mb)) != 0)
+        return closed;
+    n = atomic_load_explicit(&mb->enqueued_owner, memory_order_relaxed) + 1;
+    /* Sampled as often as the lanes' jobs: one in RP_METRICS_SAMPLE. */
+    if (mb->metrics && n % RP_METRICS_SAMPLE == 0) {
+        enq_ns = rp__now_ns();
+        sample_depth(mb, rp__mailbox_depth(mb));
+    }
+    atomic_store_explicit(&e->fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&e->arg, arg, memory_order_relaxed);
+    atomic_store_explicit(&e->seq, atomic_load_explicit(&mb->enqueued, memory_order_relaxed),
+                          memory_order_relaxed);
+    atomic_store_explicit(&e->enq_ns, enq_ns, memory_order_relaxed);
+    rp__mailbox_reserve_owner(mb, 1);
+    atomic_store_explicit(&mb->enqueued_owner, n, memory_order_release);
+    atomic_store_explicit(&mb->own_tail, t + 1, memory_order_seq_cst);
+    return 0;
+}
+
+/* Up to max of the owner ring's jobs, oldest first, into out[0..): the
+ * owner's take or a thief's.  Returns how many. */
+static unsigned take_ring(rp__mailbox *mb, rp__job *out, unsigned max)
+{
+    uint64_t h = atomic_load_explicit(&mb->own_head, memory_order_acquire);
+
+    for (;;) {
+        /* Acquire: the entries before own_tail are written. */
+        uint64_t t = atomic_load_explicit(&mb->own_tail, memory_order_acquire);
+        unsigned k = t - h < max ? (unsigned)(t - h) : max;
+
+        if (k == 0)
+            return 0;
+        for (unsigned i = 0; i < k; i++) {
+            const rp__own_job *e = &mb->own[(h + i) & (RP__OWN_RING - 1)];
+            int64_t enq_ns = atomic_load_explicit(&e->enq_ns, memory_order_relaxed);
+
+            out[i] = (rp__job){.fn = atomic_load_explicit(&e->fn, memory_order_relaxed),
+                               .arg = atomic_load_explicit(&e->arg, memory_order_relaxed),
+                               .flags = enq_ns ? RP__JOB_SAMPLED : 0,
+                               .enq_ns = enq_ns};
+            atomic_store_explicit(&out[i].seq,
+                                  atomic_load_explicit(&e->seq, memory_order_relaxed),
+                                  memory_order_relaxed);
+        }
+        /* Release: our reads of the entries come before the owner's next
+         * writes to them.  A failure reloads h: another took them. */
+        if (atomic_compare_exchange_weak_explicit(&mb->own_head, &h, h + k, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return k;
+    }
+}
+
+/* Whether the owner ring's first job comes before every job queued in
+ * the lanes (owner only). */
+static bool ring_first(rp__mailbox *mb)
+{
+    uint64_t h = atomic_load_explicit(&mb->own_head, memory_order_relaxed);
+    uint64_t seq = atomic_load_explicit(&mb->own[h & (RP__OWN_RING - 1)].seq, memory_order_relaxed);
+    uint64_t p = rp__lane_peek_seq(&mb->pinned), st = rp__lane_peek_seq(&mb->stealable);
+
+    return seq <= (p < st ? p : st);
+}
+
 /* Reserve up to k slots at once; how many were granted. */
 static size_t reserve_up_to(rp__mailbox *mb, size_t k)
 {
@@ -411,11 +519,18 @@ unsigned rp__mailbox_pop_owner_run(rp__mailbox *mb, rp__job *out, unsigned max)
     RP__ASSERT_OWNER(&mb->stealable);
     unsigned got;
 
-    /* Runs are batch jobs, and batches are stealable. */
-    if (pinned_first(mb) && rp__lane_pop_owner(&mb->pinned, out))
+    /* The owner's own lines (a thief's CAS aside). */
+    bool ring = atomic_load_explicit(&mb->own_tail, memory_order_relaxed) !=
+                atomic_load_explicit(&mb->own_head, memory_order_relaxed);
+
+    /* The owner ring's job in its place; runs are batch jobs, and batches
+     * are stealable. */
+    if (ring && ring_first(mb) && take_ring(mb, out, 1))
         got = 1;
-    else if (!(got = rp__lane_pop_owner_run(&mb->stealable, out, max)) &&
-             rp__lane_pop_owner(&mb->pinned, out))
+    else if (pinned_first(mb) && rp__lane_pop_owner(&mb->pinned, out))
+        got = 1;
+    else if ((got = rp__lane_pop_owner_run(&mb->stealable, out, max)) == 0 &&
+             (rp__lane_pop_owner(&mb->pinned, out) || (ring && take_ring(mb, out, 1))))
         got = 1;
     if (got)
         rp__mailbox_release_owner(mb, 1);
@@ -473,7 +588,7 @@ unsigned rp__mailbox_steal(rp__mailbox *mb, rp__job *out, unsigned max)
     unsigned got;
 
     got = rp__lane_steal(&mb->stealable, out, max);
-    if (got == 0)
+    if (got == 0 && (got = take_ring(mb, out, max)) == 0)
         return 0;
     atomic_fetch_add_explicit(&mb->stolen_from, got, memory_order_relaxed);
     rp__mailbox_release(mb, got);

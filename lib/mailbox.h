@@ -18,6 +18,18 @@
 
 typedef struct rp__mailbox rp__mailbox;
 
+/* The owner ring's entries (a power of two), and one entry: a plain
+ * stealable tell; a sampled one carries its enqueue time.  Atomics
+ * (relaxed): a consumer that lost the race for an entry may read it while
+ * the owner writes it again, and throws the copy away (mailbox.c). */
+#define RP__OWN_RING 16u
+typedef struct rp__own_job {
+    _Atomic(rp_job_fn) fn;
+    _Atomic(void *) arg;
+    _Atomic uint64_t seq;   /* enqueued when it was queued: its place among the lanes' jobs */
+    _Atomic int64_t enq_ns; /* a sampled job's enqueue time, else 0 */
+} rp__own_job;
+
 /* Hands a job that will not run back to its owner (a routee): its arg,
  * and its reply (NULL for none), which the callback fails with reason. */
 typedef void (*rp__handback_fn)(void *owner, void *arg, int reason, rp__reply *reply);
@@ -55,6 +67,16 @@ struct rp__mailbox {
     /* Sampled at enqueue (one in RP_METRICS_SAMPLE): few writers. */
     bool metrics;
     const _Atomic unsigned *trace_sample; /* the pool's; 0: not tracing */
+    /* The owner ring (mailbox.c, "The owner ring"): plain tells the owner
+     * queued to itself from inside a job.  [own_head, own_tail) are
+     * queued; the owner alone writes own_tail and the entries, the owner
+     * and thieves take from own_head by CAS.  enqueued_owner counts the
+     * jobs queued here (owner-only writes): accepted jobs are enqueued +
+     * enqueued_owner (rp__mailbox_enqueued). */
+    RP_ALIGNED _Atomic uint64_t own_head;
+    _Atomic uint64_t own_tail;
+    _Atomic uint64_t enqueued_owner;
+    rp__own_job own[RP__OWN_RING];
     RP_ALIGNED _Atomic uint64_t depth_hist[RP_DEPTH_BUCKETS];
     _Atomic uint64_t depth_sum; /* the count is the buckets' total */
     rp__lane pinned;
@@ -72,6 +94,14 @@ void rp__mailbox_destroy(rp__mailbox *mb);
  * be NULL (a tell). */
 int rp__mailbox_push_mp(rp__mailbox *mb, rp_job_fn fn, void *arg, bool pinned,
                         const rp__reply *reply);
+
+/* The owner, from inside a job on its own thread: queue the plain
+ * stealable tell fn(arg) in the owner ring (mailbox.c, "The owner ring").
+ * 0: queued; the caller owes the wake-up check a stealable push makes
+ * (rp__steal_queued).  RP_ESTOPPED, RP_ESHUTDOWN: closed, not accepted.
+ * 1: the ring cannot take it (full, a bounded mailbox, tracing on): push
+ * it to a lane instead. */
+int rp__mailbox_push_own(rp__mailbox *mb, rp_job_fn fn, void *arg);
 
 /* Push args[0..k) as k stealable jobs of fn, in order, with one
  * reservation, one sequence range and one wake-up.  Returns how many were
@@ -113,7 +143,8 @@ void rp__mailbox_drain(rp__mailbox *mb, rp__dispose_fn dispose, void *ctx);
 void rp__mailbox_hand_back(rp__mailbox *mb, const rp__job *job, int reason);
 
 /* Thief: take up to max of the oldest stealable jobs (never pinned ones)
- * into out[0..), releasing their slots.  Returns how many. */
+ * into out[0..), releasing their slots; from the owner ring when the
+ * stealable lane gave none.  Returns how many. */
 unsigned rp__mailbox_steal(rp__mailbox *mb, rp__job *out, unsigned max);
 /* The owner, after a steal: queue jobs[0..n) - what a whole record
  * brought beyond the thief's share - on its own stealable lane, where
@@ -123,9 +154,27 @@ unsigned rp__mailbox_steal(rp__mailbox *mb, rp__job *out, unsigned max);
  * when records ran out (the rest stay the caller's). */
 unsigned rp__mailbox_requeue(rp__mailbox *mb, const rp__job *jobs, unsigned n);
 
+/* Whether the owner ring holds jobs.  seq_cst: a thief sets its idle bit
+ * and then looks (Dekker with the owner's push, which stores own_tail and
+ * then reads the idle bits). */
+static inline bool rp__mailbox_ring_queued(rp__mailbox *mb)
+{
+    return atomic_load_explicit(&mb->own_tail, memory_order_seq_cst) !=
+           atomic_load_explicit(&mb->own_head, memory_order_seq_cst);
+}
+
 static inline bool rp__mailbox_has_stealable(rp__mailbox *mb)
 {
-    return !rp__lane_empty(&mb->stealable);
+    return !rp__lane_empty(&mb->stealable) || rp__mailbox_ring_queued(mb);
+}
+
+/* Jobs accepted so far: the lanes' (enqueued) and the owner ring's. */
+static inline uint64_t rp__mailbox_enqueued(const rp__mailbox *mb)
+{
+    rp__mailbox *m = (rp__mailbox *)mb;
+
+    return atomic_load_explicit(&m->enqueued, memory_order_seq_cst) +
+           atomic_load_explicit(&m->enqueued_owner, memory_order_seq_cst);
 }
 
 /* Refuse further pushes with reason (first reason wins) and wake the
@@ -137,7 +186,9 @@ static inline int rp__mailbox_closed(rp__mailbox *mb)
     return atomic_load_explicit(&mb->closed, memory_order_seq_cst);
 }
 
-/* Slots given back so far, by anyone.  Only grows. */
+/* Slots given back so far, by anyone.  Only grows, except by the owner's
+ * own reservations for its ring (rp__mailbox_reserve_owner), which
+ * bounded mailboxes never make: try_reserve() counts on the growth. */
 static inline int64_t rp__mailbox_released(rp__mailbox *mb)
 {
     return atomic_load_explicit(&mb->released, memory_order_seq_cst) +
@@ -178,16 +229,32 @@ static inline void rp__mailbox_release_owner(rp__mailbox *mb, int64_t n)
                           memory_order_release);
 }
 
+/* The owner takes n slots for jobs of its ring: released_owner goes down
+ * (a plain store, as rp__mailbox_release_owner).  Depth readers load the
+ * released counts first; a thief that stole such a job released it after
+ * this store, which it acquired with own_tail, so no reader sees the
+ * release without this reservation: depth is never negative. */
+static inline void rp__mailbox_reserve_owner(rp__mailbox *mb, int64_t n)
+{
+    RP__ASSERT_OWNER(&mb->stealable);
+    atomic_store_explicit(&mb->released_owner,
+                          atomic_load_explicit(&mb->released_owner, memory_order_relaxed) - n,
+                          memory_order_release);
+}
+
 static inline bool rp__mailbox_empty(rp__mailbox *mb)
 {
-    return rp__lane_empty(&mb->pinned) && rp__lane_empty(&mb->stealable);
+    return rp__lane_empty(&mb->pinned) && rp__lane_empty(&mb->stealable) &&
+           !rp__mailbox_ring_queued(mb);
 }
 
 /* When all the mailbox holds is one record of tells still growing, its
  * jobs (rp__lane_young), else 0.  A hint. */
 static inline unsigned rp__mailbox_young(rp__mailbox *mb)
 {
-    return rp__lane_empty(&mb->pinned) ? rp__lane_young(&mb->stealable) : 0;
+    return rp__lane_empty(&mb->pinned) && !rp__mailbox_ring_queued(mb)
+               ? rp__lane_young(&mb->stealable)
+               : 0;
 }
 
 #endif /* RP_MAILBOX_H */

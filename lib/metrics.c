@@ -80,7 +80,7 @@ static void read_accepted(const rp_routee *r, rp_routee_metrics *m)
     const rp__mailbox *mb = &r->mb;
 
     m->rejected = load(&mb->rejected);
-    m->enqueued = atomic_load_explicit((_Atomic uint64_t *)&mb->enqueued, memory_order_acquire);
+    m->enqueued = rp__mailbox_enqueued(mb);
     m->depth = (uint64_t)rp__mailbox_depth(mb);
     m->busy = (uint64_t)atomic_load_explicit((_Atomic int *)&r->busy, memory_order_relaxed);
     m->busy_seconds = busy_seconds(r);

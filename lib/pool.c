@@ -5,7 +5,8 @@
  * stealing is steal.c.
  *
  * Accounting for rp_pool_wait_idle(): accepted = sum of mailbox enqueued
- * counters; finished = sum of run + retired (handed back from a queue).
+ * counters (the lanes' and the owner ring's: rp__mailbox_enqueued);
+ * finished = sum of run + retired (handed back from a queue).
  * finished <= accepted at every instant, so reading every finished counter
  * before every accepted counter and finding equal sums proves the pool was
  * idle at some instant in between.
@@ -397,8 +398,7 @@ static bool was_idle(rp_pool *pool)
                     atomic_load_explicit(&r->mb.retired, memory_order_seq_cst);
     }
     for (unsigned i = 0; i < pool->n; i++)
-        accepted += atomic_load_explicit(&pool->routees[i].mb.enqueued,
-                                         memory_order_seq_cst);
+        accepted += rp__mailbox_enqueued(&pool->routees[i].mb);
     return finished == accepted;
 }
 

@@ -52,6 +52,17 @@ int rp__routee_deliver_reply(rp_routee *r, rp_job_fn fn, void *arg, bool pinned,
             rp__reply_fail(reply, RP_ENOREPLY, -1);
         return 0;
     }
+    /* A plain tell from a job to its own routee: the owner ring
+     * (mailbox.c, "The owner ring").  Only from inside a job: a routee's
+     * thread between jobs (a hook) streams its tells into the lanes'
+     * growing records (lane.c, "Growing"), as any producer. */
+    if (r == rp__current_routee && !pinned && !reply &&
+        atomic_load_explicit(&r->running, memory_order_relaxed) &&
+        (rc = rp__mailbox_push_own(&r->mb, fn, arg)) <= 0) {
+        if (rc == 0)
+            rp__steal_queued(r->pool, r);
+        return rc;
+    }
     rc = rp__mailbox_push_mp(&r->mb, fn, arg, pinned, reply);
     if (rc == 0 && !pinned)
         rp__steal_queued(r->pool, r);
@@ -123,7 +134,7 @@ int rp_routee_stats_get(const rp_routee *r, rp_routee_stats *out)
 {
     if (!r || !out)
         return rp__fail(RP_EINVAL, "rp_routee_stats_get: %s is NULL", r ? "out" : "routee");
-    out->enqueued = atomic_load_explicit(&r->mb.enqueued, memory_order_relaxed);
+    out->enqueued = rp__mailbox_enqueued(&r->mb);
     out->run = atomic_load_explicit(&r->run, memory_order_relaxed);
     out->rejected = atomic_load_explicit(&r->mb.rejected, memory_order_relaxed);
     /* Derived: the two overflow reasons of the per-reason counters. */

@@ -339,6 +339,19 @@ static __attribute__((cold, noinline)) int no_routee(rp_router *rt, void *arg, r
     return 0;
 }
 
+/* The calling routee's index in rt, when rt is its pool's router and
+ * the caller is one of the pool's routees. */
+static bool self_start(const rp_router *rt, uint64_t *index)
+{
+    const rp_routee *self = rp__current_routee;
+
+    if (!self || !rt->pool || self->pool != rt->pool || (size_t)self->index >= rt->n ||
+        rt->routees[self->index] != self)
+        return false;
+    *index = (uint64_t)self->index;
+    return true;
+}
+
 /* Pick and deliver.  0, or a bare negative code (the entry point names
  * itself in the message, named_fail). */
 static int route(rp_router *rt, rp_job_fn fn, void *arg, const void *key, size_t key_len,
@@ -348,7 +361,11 @@ static int route(rp_router *rt, rp_job_fn fn, void *arg, const void *key, size_t
     rp_route_state st = {0};
     int cnt, rc = 0;
 
-    st.message_index = atomic_fetch_add_explicit(&rt->message_index, 1, memory_order_relaxed);
+    /* Smallest-mailbox from one of the router's own routees: the scan
+     * starts at that routee, so a tie goes to it (its tell takes the
+     * owner ring, mailbox.c), and takes no turn of the shared index. */
+    if (rt->strategy.kind != RP_STRATEGY_SMALLEST_MAILBOX || !self_start(rt, &st.message_index))
+        st.message_index = atomic_fetch_add_explicit(&rt->message_index, 1, memory_order_relaxed);
     if (key) {
         st.key = key;
         st.key_len = key_len;

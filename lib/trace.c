@@ -369,7 +369,7 @@ static void read_totals(const rp_routee *r, rp__trace_totals *out)
     out->run = atomic_load_explicit(&r->run, memory_order_relaxed);
     out->stole = atomic_load_explicit(&r->stole, memory_order_relaxed);
     out->stolen_from = atomic_load_explicit(&r->mb.stolen_from, memory_order_relaxed);
-    out->enqueued = atomic_load_explicit(&r->mb.enqueued, memory_order_relaxed);
+    out->enqueued = rp__mailbox_enqueued(&r->mb);
 }
 
 /* Every routee's exact counts over the trace (rp-profile's "jobs run"

@@ -40,8 +40,8 @@ struct rp_job_ctx {
     bool replied;
 };
 
-/* The routee whose thread this is, for the "not from a routee" checks. */
-static _Thread_local rp_routee *current_routee;
+/* The routee whose thread this is (routee_record.h). */
+_Thread_local rp_routee *rp__current_routee __attribute__((tls_model("initial-exec")));
 
 /* Pin to the (i % count)-th CPU this process may run on. */
 static void pin_cpu(unsigned i)
@@ -697,7 +697,7 @@ static void routee_loop(rp_routee *r)
 
 /*
  * A routee thread.  The hooks run around the loop with no lock held, and
- * with current_routee set, so that what a job may not call (wait_idle,
+ * with rp__current_routee set, so that what a job may not call (wait_idle,
  * shutdown, destroy of this pool) is refused from a hook too.  The stop
  * hook runs after notify_idle(): wait_idle() does not wait for it, the
  * join in shutdown does.  An explicit CPU set was applied by
@@ -708,7 +708,7 @@ void *rp__worker_main(void *p)
     rp_routee *r = p;
     rp_pool *pool = r->pool;
 
-    current_routee = r;
+    rp__current_routee = r;
     atomic_store_explicit(&r->tid, rp__tid(), memory_order_release);
     name_thread(pool, r->index);
     if (pool->pin_cpus)
@@ -732,5 +732,5 @@ rp_pool *rp_job_pool(const rp_job_ctx *ctx)
 
 bool rp__worker_of(const rp_pool *pool)
 {
-    return current_routee && current_routee->pool == pool;
+    return rp__current_routee && rp__current_routee->pool == pool;
 }

@@ -128,7 +128,11 @@ rp_strategy rp_strategy_broadcast(void);
 /**
  * Smallest mailbox.  The scan starts at message_index % n and keeps the
  * routee with the strictly smallest score, stopping at the first score of
- * 0.  The score is the queued depth plus one while the routee is running a
+ * 0.  A job that submits through its own pool's router starts the scan at
+ * its own routee instead (message_index is that routee's index, and the
+ * router's shared index does not move): a tie goes to the submitting
+ * routee, whose tell to itself is the cheapest there is (the job waits
+ * for its teller's job to end, and stays stealable).  The score is the queued depth plus one while the routee is running a
  * job (counted from the moment it takes the job, so the score does not dip
  * between the take and the start; an idle routee looking for work scores
  * its depth only: on an idle pool every score is 0 and the strategy picks

@@ -74,20 +74,23 @@ typedef struct lib {
     void (*destroy)(rp_pool *);
     rp_strategy (*round_robin)(void);
     rp_strategy (*smallest)(void);
+    rp_strategy (*custom)(rp_strategy_fn, void *);
     rp_routee *(*routee)(rp_pool *, size_t);
     int (*stats)(const rp_routee *, rp_routee_stats *);
     int (*job_routee)(const rp_job_ctx *);
 } lib;
 
-enum { C_TELL, C_NOSTEAL, C_BATCH, C_SM, C_CHAIN, NCASES };
+enum { C_TELL, C_NOSTEAL, C_BATCH, C_SM, C_CHAIN, C_SELF, NCASES };
 static const char *const case_key[NCASES] = {"tell", "tell-nosteal", "batch", "sm-steal",
-                                             "chain"};
+                                             "chain", "self"};
 static const char *const case_name[NCASES] = {
     "tell, round-robin, steal on (default)", "tell, round-robin, steal off",
     "batch of 64, round-robin, steal on", "tell, smallest-mailbox, steal on",
-    "jobs that tell the next job from inside a job (8 chains), round-robin, steal on"};
+    "jobs that tell the next job from inside a job (8 chains), round-robin, steal on",
+    "jobs that tell the next job to their own routee (8 chains; a custom strategy names the "
+    "calling routee, unpinned), steal on"};
 
-/* C_CHAIN: this many chains in flight; job i tells job i + CHAINS. */
+/* C_CHAIN, C_SELF: this many chains in flight; job i tells job i + CHAINS. */
 #define CHAINS 8
 
 /* A thread layout (--layout): the CPU of each submitter and routee, 0 or
@@ -148,7 +151,7 @@ static struct {
     double pp_ns[MAX_PAIRS];
     round_out res[MAX_PAIRS][2][NCASES];
     const lib *cur;       /* the library of the round running */
-    rp_pool *chain_pool;  /* C_CHAIN: the pool of the round running */
+    rp_pool *chain_pool;  /* C_CHAIN, C_SELF: the pool of the round running */
     int sub_cpu[MAX_SUB]; /* where each submitter finished */
 } g;
 
@@ -182,6 +185,31 @@ static void chain(rp_job_ctx *ctx, void *arg)
     mark(ctx, arg);
     if (next < g.jobs && g.cur->submit(g.chain_pool, chain, &g.recs[next]) < 0)
         die("rp_pool_submit in a job", g.cur->errmsg());
+}
+
+/* C_SELF: the routee whose job is submitting, else -1. */
+static _Thread_local int tl_self = -1;
+
+/* C_SELF's strategy: the calling routee (round-robin outside a job). */
+static int to_self(void *user, rp_route_state *st, rp_routee *const *routees, size_t n,
+                   size_t *out)
+{
+    (void)user, (void)routees;
+    out[0] = tl_self >= 0 ? (size_t)tl_self % n : (size_t)(st->message_index % n);
+    return 1;
+}
+
+/* C_SELF: mark, then tell the chain's next job to this job's routee (a
+ * tell to itself: the owner ring, where the library has one). */
+static void self_chain(rp_job_ctx *ctx, void *arg)
+{
+    size_t next = (size_t)((rec *)arg - g.recs) + CHAINS;
+
+    mark(ctx, arg);
+    tl_self = g.cur->job_routee(ctx);
+    if (next < g.jobs && g.cur->submit(g.chain_pool, self_chain, &g.recs[next]) < 0)
+        die("rp_pool_submit in a job", g.cur->errmsg());
+    tl_self = -1;
 }
 
 /* ---- loading ---- */
@@ -248,6 +276,7 @@ static void lib_load(lib *l, const char *file, bool unlink_after)
     *(void **)&l->destroy = sym(l, "rp_pool_destroy");
     *(void **)&l->round_robin = sym(l, "rp_strategy_round_robin");
     *(void **)&l->smallest = sym(l, "rp_strategy_smallest_mailbox");
+    *(void **)&l->custom = sym(l, "rp_strategy_custom");
     *(void **)&l->routee = sym(l, "rp_pool_routee");
     *(void **)&l->stats = sym(l, "rp_routee_stats_get");
     *(void **)&l->job_routee = sym(l, "rp_job_routee");
@@ -288,7 +317,7 @@ static rp_pool *pool_for(lib *l, int c)
     o.name = "ab";
     o.routees = WORKERS;
     o.steal = c != C_NOSTEAL;
-    o.strategy = c == C_SM ? l->smallest() : l->round_robin();
+    o.strategy = c == C_SM ? l->smallest() : c == C_SELF ? l->custom(to_self, NULL) : l->round_robin();
     if (g.layout) {
         for (int r = 0; r < WORKERS; r++)
             cpus[r] = g.cpu[g.layout->routee[r]];
@@ -315,10 +344,11 @@ static void *submit_slice(void *p)
 
     if (g.layout && g.layout->sub[s->who] >= 0)
         bench_pin_self(g.cpu[g.layout->sub[s->who]]);
-    if (s->c == C_CHAIN) {
+    if (s->c == C_CHAIN || s->c == C_SELF) {
         /* The chains' first jobs, split between the submitters. */
         for (size_t i = CHAINS * s->who / g.nsub; i < CHAINS * (s->who + 1) / g.nsub; i++)
-            if (i < g.jobs && s->l->submit(s->pool, chain, &g.recs[i]) < 0)
+            if (i < g.jobs &&
+                s->l->submit(s->pool, s->c == C_SELF ? self_chain : chain, &g.recs[i]) < 0)
                 die("rp_pool_submit", s->l->errmsg());
     } else if (s->c == C_BATCH) {
         for (size_t i = s->lo; i < s->hi; i += BATCH) {
@@ -698,7 +728,7 @@ static void print_push_hist(void)
         if (!k)
             continue;
         for (int c = 0; c < NCASES; c++) {
-            if (!g.want[c] || c == C_BATCH || c == C_CHAIN) /* no tells of submitter 0 to time */
+            if (!g.want[c] || c == C_BATCH || c == C_CHAIN || c == C_SELF) /* no tells of submitter 0 to time */
                 continue;
             for (int side = 0; side < 2; side++) {
                 printf("| %s | %s | %c | %zu |", kinds[i], case_key[c], 'A' + side, k);
@@ -777,9 +807,10 @@ static void usage(FILE *f)
             "  pools.  The summary gives per placement the medians, the B/A ratio,\n"
             "  each side's stealing tax, sleeps and steals; then per thread layout\n"
             "  (which threads shared a CPU) each side's rounds and their cost.\n"
-            "  --cases LIST    comma list of tell,tell-nosteal,batch,sm-steal,chain\n"
+            "  --cases LIST    comma list of tell,tell-nosteal,batch,sm-steal,chain,self\n"
             "                  (default tell,tell-nosteal,batch; chain: every job but\n"
-            "                  the first %d tells the next from inside a job)\n"
+            "                  the first %d tells the next from inside a job; self: the\n"
+            "                  same, each to its own routee)\n"
             "  --submitters S  1 or 2 (default 1)\n"
             "  --layout L      pin the threads: S|RR (the submitter on one CPU, both\n"
             "                  routees on the other), SR|R (the submitter beside\n"
@@ -820,7 +851,7 @@ static void parse_cases(const char *s)
         while (c < NCASES && strcmp(t, case_key[c]) != 0)
             c++;
         if (c == NCASES) {
-            fprintf(stderr, "--cases: unknown case '%s' (tell, tell-nosteal, batch, sm-steal, chain)\n",
+            fprintf(stderr, "--cases: unknown case '%s' (tell, tell-nosteal, batch, sm-steal, chain, self)\n",
                     t);
             exit(2);
         }

@@ -67,6 +67,11 @@ struct rp__mailbox {
     /* Sampled at enqueue (one in RP_METRICS_SAMPLE): few writers. */
     bool metrics;
     const _Atomic unsigned *trace_sample; /* the pool's; 0: not tracing */
+    RP_ALIGNED _Atomic uint64_t depth_hist[RP_DEPTH_BUCKETS];
+    _Atomic uint64_t depth_sum; /* the count is the buckets' total */
+    rp__lane pinned;
+    rp__lane stealable;
+    rp__event ev; /* the owner sleeps here */
     /* The owner ring (mailbox.c, "The owner ring"): plain tells the owner
      * queued to itself from inside a job.  [own_head, own_tail) are
      * queued; the owner alone writes own_tail and the entries, the owner
@@ -77,11 +82,6 @@ struct rp__mailbox {
     _Atomic uint64_t own_tail;
     _Atomic uint64_t enqueued_owner;
     rp__own_job own[RP__OWN_RING];
-    RP_ALIGNED _Atomic uint64_t depth_hist[RP_DEPTH_BUCKETS];
-    _Atomic uint64_t depth_sum; /* the count is the buckets' total */
-    rp__lane pinned;
-    rp__lane stealable;
-    rp__event ev; /* the owner sleeps here */
 };
 
 int rp__mailbox_init(rp__mailbox *mb, const rp__arena *arena, size_t capacity,

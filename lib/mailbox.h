@@ -39,8 +39,9 @@ struct rp__mailbox {
      * counters so producers and consumers do not write one line per job.
      * Producers reserve first (and bump enqueued, on the same line). */
     RP_ALIGNED _Atomic int64_t reserved;
-    /* Bumped by every accepted push: the enqueued count, and the order
-     * between the two lanes. */
+    /* Bumped by every accepted push into a lane: the enqueued count (the
+     * owner ring counts its own, enqueued_owner), and the order between
+     * the two lanes and the ring. */
     _Atomic uint64_t enqueued;
     /* Slots given back: by thieves and evicting producers (a locked add)
      * and by the owner (released_owner, its own counter: a plain store,

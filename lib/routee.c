@@ -53,7 +53,7 @@ static int push(rp_routee *r, rp_job_fn fn, void *arg, bool pinned, rp__reply *r
  * thread streams its tells into the lanes' growing records (lane.c,
  * "Growing"), as any producer.  Out of line: every other thread's push
  * pays one compare for it, not this function's frame (a tell from
- * outside measured 1.03-1.05x with the test inline: rp-bench-lib-ab,
+ * outside measured 1.03-1.06x with the test inline: rp-bench-lib-ab,
  * 40 near pairs each way).
  */
 static __attribute__((noinline)) int push_from_owner(rp_routee *r, rp_job_fn fn, void *arg,

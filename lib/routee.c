@@ -36,6 +36,10 @@ void rp__routee_mailbox_handback(void *routee, void *arg, int reason, rp__reply 
         rp__reply_fail(reply, reason, r->index);
 }
 
+/* The routee whose thread this is (routee_record.h): set by its thread
+ * (worker.c), read here and by the routers. */
+_Thread_local rp_routee *rp__current_routee __attribute__((tls_model("initial-exec")));
+
 /* A local routee's push: the lanes, and the wake-up check a stealable
  * push owes. */
 static int push(rp_routee *r, rp_job_fn fn, void *arg, bool pinned, rp__reply *reply)

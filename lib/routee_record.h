@@ -111,9 +111,10 @@ struct rp_routee {
     rp__mailbox mb;
 };
 
-/* The routee whose thread this is, NULL on other threads (set by
- * worker.c before the start hook): for the "not from a routee" checks,
- * the owner slot (routee.c) and smallest-mailbox's own start (router.c). */
+/* The routee whose thread this is, NULL on other threads (defined in
+ * routee.c, set by worker.c before the start hook): for the "not from a
+ * routee" checks, the owner ring (routee.c) and smallest-mailbox's own
+ * start (router.c). */
 extern _Thread_local rp_routee *rp__current_routee __attribute__((tls_model("initial-exec")));
 
 static inline bool rp__routee_stopped(const rp_routee *r)

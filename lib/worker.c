@@ -40,9 +40,6 @@ struct rp_job_ctx {
     bool replied;
 };
 
-/* The routee whose thread this is (routee_record.h). */
-_Thread_local rp_routee *rp__current_routee __attribute__((tls_model("initial-exec")));
-
 /* Pin to the (i % count)-th CPU this process may run on. */
 static void pin_cpu(unsigned i)
 {

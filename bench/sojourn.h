@@ -74,6 +74,8 @@ enum stat {
     S_IDLEW,                      /* share of worker time idle while a job waited */
     S_SUBR, S_SUBR90,             /* a routee's submit (in a job), mean and p90 ns;
                                    * --time-submits only, else 0 */
+    S_HAND0, S_HAND1,             /* handover p50, ns: gaps in which the worker
+                                   * submitted nothing / at least one arrival */
     NSTAT
 };
 

@@ -16,7 +16,8 @@ static const char *const stat_keys[NSTAT] = {
     "gen_late_p50_us", "gen_late_p99_us", "gen_cpu", "stolen_per_1000",
     "hook_share", "stall_permille", "stall_max_us", "foreign_cpu",
     "dispatch_mean_us", "dispatch_p99_us", "handover_mean_us", "idle_with_work_share",
-    "routee_submit_mean_ns", "routee_submit_p90_ns"};
+    "routee_submit_mean_ns", "routee_submit_p90_ns", "handover_nosubmit_p50_ns",
+    "handover_submit_p50_ns"};
 
 static void print_ratio_table(int li, const config *cfg)
 {
@@ -42,11 +43,12 @@ static void print_ratio_table(int li, const config *cfg)
 static void print_detail_table(int li, const config *cfg)
 {
     printf("\n| scheduler | mean us | p50 us | p99 us | p99.9 us | service us | util "
-           "| dispatch mean/p99 us | handover us | idle with work waiting "
+           "| dispatch mean/p99 us | handover us | handover p50 ns, no submit / a submit "
+           "| idle with work waiting "
            "| routee submit mean/p90 ns | stalls permille / max us | late p50/p99 us | gen CPU "
            "| by routees | stolen/1k | others' CPU | runs redone |\n");
     printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:"
-           "|---:|\n");
+           "|---:|---:|\n");
     for (int v = 0; v < V_COUNT; v++) {
         double m[NSTAT];
         if (!cfg->enabled[v])
@@ -56,10 +58,11 @@ static void print_detail_table(int li, const config *cfg)
         char sub[48] = "-";
         if (cfg->time_submits && m[S_SUBR] > 0)
             snprintf(sub, sizeof sub, "%.0f / %.0f", m[S_SUBR], m[S_SUBR90]);
-        printf("| %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.1f / %.1f | %.3f | %.2f%% | %s "
-               "| %.1f / %.0f | %.1f / %.1f | %.0f%% | %.0f%% | %.1f | %.1f%% | %d |\n",
+        printf("| %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.1f / %.1f | %.3f | %.0f / %.0f "
+               "| %.2f%% | %s | %.1f / %.0f | %.1f / %.1f | %.0f%% | %.0f%% | %.1f | %.1f%% | %d |\n",
                variants[v].label, m[S_MEAN], m[S_P50], m[S_P99], m[S_P999], m[S_SVC], m[S_UTIL],
-               m[S_DISP], m[S_DISP99], m[S_HAND], 100 * m[S_IDLEW], sub, m[S_STALL],
+               m[S_DISP], m[S_DISP99], m[S_HAND], m[S_HAND0], m[S_HAND1], 100 * m[S_IDLEW], sub,
+               m[S_STALL],
                m[S_STALLMAX], m[S_LATE50], m[S_LATE99],
                100 * m[S_GENCPU], 100 * m[S_HOOK], m[S_STEAL], 100 * m[S_FOREIGN],
                redone[li][v]);

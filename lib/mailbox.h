@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mailbox.h - a routee's mailbox: two lanes (pinned, stealable), the depth
- * counter, the bound and its overflow policy, the job records.  Private.
+ * mailbox.h - a routee's mailbox: two lanes (pinned, stealable), the owner
+ * ring (a job's tells to its own routee), the depth counter, the bound and
+ * its overflow policy, the job records.  Private.
  */
 #ifndef RP_MAILBOX_H
 #define RP_MAILBOX_H

@@ -317,7 +317,9 @@ static rp_pool *pool_for(lib *l, int c)
     o.name = "ab";
     o.routees = WORKERS;
     o.steal = c != C_NOSTEAL;
-    o.strategy = c == C_SM ? l->smallest() : c == C_SELF ? l->custom(to_self, NULL) : l->round_robin();
+    o.strategy = c == C_SM     ? l->smallest()
+                 : c == C_SELF ? l->custom(to_self, NULL)
+                               : l->round_robin();
     if (g.layout) {
         for (int r = 0; r < WORKERS; r++)
             cpus[r] = g.cpu[g.layout->routee[r]];
@@ -728,7 +730,8 @@ static void print_push_hist(void)
         if (!k)
             continue;
         for (int c = 0; c < NCASES; c++) {
-            if (!g.want[c] || c == C_BATCH || c == C_CHAIN || c == C_SELF) /* no tells of submitter 0 to time */
+            /* No tells of submitter 0 to time. */
+            if (!g.want[c] || c == C_BATCH || c == C_CHAIN || c == C_SELF)
                 continue;
             for (int side = 0; side < 2; side++) {
                 printf("| %s | %s | %c | %zu |", kinds[i], case_key[c], 'A' + side, k);

@@ -37,102 +37,88 @@ static int by_worker_start(const void *a, const void *b)
 }
 
 /*
- * Dispatch delay of a job: its start minus the later of its submission and
- * the end of the previous job on the same worker - the time it could have
- * been running but was not.  For a job that finds its worker asleep this is
- * the wake-up; for a queued one, the hand-over; for a stolen one, the time
- * until a thief found it.
+ * The handover's median split by whether the worker submitted arrivals in
+ * the gap (its hook, at the previous job's end): S_HAND0, S_HAND1.  subs:
+ * the submit times of each worker's hook submits, sorted; h[0], h[1]: the
+ * handovers without and with one.
  */
-/* The submit times of the arrivals worker k's hook submitted, sorted
- * (malloc'd; *n of them), for the submits inside a handover gap. */
-static int64_t *hook_submits(const workload *w, const buffers *b, int64_t t0, int k, size_t *n)
-{
-    int64_t *v = malloc((w->n ? w->n : 1) * sizeof *v);
+typedef struct hand_split {
+    int64_t *subs[ROUTEES];
+    size_t nsubs[ROUTEES];
+    int64_t *h[2];
+    size_t n[2];
+} hand_split;
 
-    *n = 0;
-    if (!v)
-        return NULL;
-    for (size_t i = 0; i < w->n; i++)
-        if (b->by_routee[i] == k + 1)
-            v[(*n)++] = t0 + w->offset[i] + b->late[i];
-    bench_sort_i64(v, *n);
-    return v;
+static bool split_init(hand_split *hs, const workload *w, const buffers *b, int64_t t0)
+{
+    size_t cap = w->n ? w->n : 1;
+    bool ok = true;
+
+    memset(hs, 0, sizeof *hs);
+    for (int k = 0; k < (int)ROUTEES; k++)
+        ok = (hs->subs[k] = malloc(cap * sizeof *hs->subs[k])) != NULL && ok;
+    for (int x = 0; x < 2; x++)
+        ok = (hs->h[x] = malloc(cap * sizeof *hs->h[x])) != NULL && ok;
+    if (!ok)
+        return false;
+    for (size_t i = 0; i < w->n; i++) {
+        int k = b->by_routee[i] - 1;
+        if (k >= 0 && k < (int)ROUTEES)
+            hs->subs[k][hs->nsubs[k]++] = t0 + w->offset[i] + b->late[i];
+    }
+    for (int k = 0; k < (int)ROUTEES; k++)
+        bench_sort_i64(hs->subs[k], hs->nsubs[k]);
+    return true;
 }
 
-/* How many of v[0..n) (sorted) lie in [lo, hi]. */
-static size_t count_in(const int64_t *v, size_t n, int64_t lo, int64_t hi)
+/* A handover on worker k from lo (the previous job's end) to hi (the
+ * start): into h[1] when k submitted anything in [lo, hi], else h[0]. */
+static void split_note(hand_split *hs, int k, int64_t lo, int64_t hi)
 {
-    size_t a = 0, b = n, first;
+    const int64_t *v = hs->subs[k];
+    size_t a = 0, b = hs->nsubs[k];
+    int made;
 
-    while (a < b) {
+    while (a < b) { /* the first submit at or after lo */
         size_t mid = a + (b - a) / 2;
         if (v[mid] < lo)
             a = mid + 1;
         else
             b = mid;
     }
-    first = a;
-    for (b = n; a < b;) {
-        size_t mid = a + (b - a) / 2;
-        if (v[mid] <= hi)
-            a = mid + 1;
-        else
-            b = mid;
-    }
-    return a - first;
+    made = a < hs->nsubs[k] && v[a] <= hi;
+    hs->h[made][hs->n[made]++] = hi - lo;
 }
 
-/* The median of v[0..n), sorting it; 0 when empty. */
-static double median_i64(int64_t *v, size_t n)
+static void split_finish(hand_split *hs, bool ok, double *st)
 {
-    bench_sort_i64(v, n);
-    return n ? (double)bench_pct_sorted(v, n, 0.50) : 0;
-}
-
-/* Handover p50 split by whether the worker submitted arrivals in the gap
- * (its hook, at the previous job's end): S_HAND0, S_HAND1. */
-static void handover_split(double *st, const workload *w, const buffers *b, int64_t t0,
-                           size_t warm)
-{
-    int64_t *subs[ROUTEES], prev_done[ROUTEES];
-    size_t nsubs[ROUTEES], n0 = 0, n1 = 0;
-    int64_t *h0 = malloc((w->n ? w->n : 1) * sizeof *h0);
-    int64_t *h1 = malloc((w->n ? w->n : 1) * sizeof *h1);
-
-    st[S_HAND0] = st[S_HAND1] = 0;
-    for (int k = 0; k < (int)ROUTEES; k++) {
-        subs[k] = hook_submits(w, b, t0, k, &nsubs[k]);
-        prev_done[k] = INT64_MIN;
-    }
-    for (size_t k = 0; h0 && h1 && k < w->n; k++) { /* b->order: by worker, then start */
-        size_t i = b->order[k];
-        const job *j = &b->jobs[i];
-        int64_t submit = t0 + w->offset[i] + b->late[i];
-        if (j->worker < 0 || j->worker >= (int)ROUTEES || !subs[j->worker])
-            continue;
-        if (i >= warm && submit <= prev_done[j->worker]) {
-            bool made = count_in(subs[j->worker], nsubs[j->worker], prev_done[j->worker],
-                                 j->start) > 0;
-            (made ? h1 : h0)[made ? n1++ : n0++] = j->start - prev_done[j->worker];
+    for (int x = 0; x < 2; x++) {
+        st[x ? S_HAND1 : S_HAND0] = 0;
+        if (ok && hs->n[x]) {
+            bench_sort_i64(hs->h[x], hs->n[x]);
+            st[x ? S_HAND1 : S_HAND0] = (double)bench_pct_sorted(hs->h[x], hs->n[x], 0.50);
         }
-        prev_done[j->worker] = j->done;
-    }
-    if (h0 && h1) {
-        st[S_HAND0] = median_i64(h0, n0);
-        st[S_HAND1] = median_i64(h1, n1);
+        free(hs->h[x]);
     }
     for (int k = 0; k < (int)ROUTEES; k++)
-        free(subs[k]);
-    free(h0);
-    free(h1);
+        free(hs->subs[k]);
 }
 
+/*
+ * Dispatch delay of a job: its start minus the later of its submission and
+ * the end of the previous job on the same worker - the time it could have
+ * been running but was not.  For a job that finds its worker asleep this is
+ * the wake-up; for a queued one, the hand-over; for a stolen one, the time
+ * until a thief found it.
+ */
 static void dispatch_stats(double *st, const workload *w, const buffers *b, int64_t t0,
                            size_t warm)
 {
     int64_t prev_done[ROUTEES];
     size_t m = 0, handed = 0;
     double sum = 0, hand = 0;
+    hand_split hs;
+    bool split_ok = split_init(&hs, w, b, t0);
 
     for (size_t i = 0; i < w->n; i++)
         b->order[i] = i;
@@ -151,13 +137,15 @@ static void dispatch_stats(double *st, const workload *w, const buffers *b, int6
         if (i >= warm && submit <= prev_done[j->worker]) {
             hand += (double)(j->start - prev_done[j->worker]);
             handed++;
+            if (split_ok)
+                split_note(&hs, j->worker, prev_done[j->worker], j->start);
         }
         prev_done[j->worker] = j->done;
         if (i >= warm)
             sum += (double)(b->scratch[m++] = j->start - ready);
     }
     st[S_HAND] = handed ? hand / (double)handed / 1e3 : 0;
-    handover_split(st, w, b, t0, warm);
+    split_finish(&hs, split_ok, st);
     bench_sort_i64(b->scratch, m);
     st[S_DISP] = m ? sum / (double)m / 1e3 : 0;
     st[S_DISP99] = (double)bench_pct_sorted(b->scratch, m, 0.99) / 1e3;

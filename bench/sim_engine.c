@@ -181,7 +181,6 @@ typedef struct sim {
     size_t *pick;        /* rp_strategy_pick()'s out, k entries */
     rp_strategy strat;
     bool steal;
-    bool busy_look;      /* the look under way ended a job: worth_stealing()'s sleeper */
     uint64_t *idle_bits; /* steal.c idle_bits: sleeping routees (steal only) */
     unsigned nidle, nspin;
     int searching;
@@ -207,14 +206,9 @@ static int64_t depth_of(const sroutee *x)
 /* What the pool's policy reads of routee i (sim_policy.h). */
 static sim_view view_of(const void *sim_, unsigned i)
 {
-    const struct sim *s = sim_;
-    const sroutee *x = &s->r[i];
+    const sroutee *x = &((const struct sim *)sim_)->r[i];
 
-    return (sim_view){.queued = (int64_t)x->q.n,
-                      .depth = depth_of(x),
-                      .busy = x->busy,
-                      .asleep = s->steal && s->busy_look &&
-                                (s->idle_bits[i / 64] >> (i % 64) & 1)};
+    return (sim_view){.queued = (int64_t)x->q.n, .depth = depth_of(x), .busy = x->busy};
 }
 
 /* The foreign routee's depth callback: the pool routee's score. */
@@ -485,7 +479,7 @@ static void steal_from(sim *s, unsigned me, unsigned vi, sjob *out, int64_t t)
     s->queued -= got;
     s->stolen += got;
     stop_searching(s, x); /* before the hand-off, as worker.c does */
-    if (sim_waits(view_of(s, vi)))
+    if (sim_worth_stealing(view_of(s, vi)))
         wake_thief(s, t);
 }
 
@@ -619,20 +613,15 @@ static void go_idle(sim *s, unsigned me, int64_t t, bool may_spin)
         set_idle(s, me);
 }
 
-/* routee_main()'s loop body: busy before the pop, idle when nothing.
- * after_job: the routee just ended a job (a busy period goes on), so its
- * steals may take a sleeper's one job (lib/steal.c, worth_stealing). */
-static void look(sim *s, unsigned me, int64_t t, bool may_spin, bool after_job)
+/* routee_main()'s loop body: busy before the pop, idle when nothing. */
+static void look(sim *s, unsigned me, int64_t t, bool may_spin)
 {
     sroutee *x = &s->r[me];
-    bool stolen, found;
+    bool stolen;
     sjob j;
 
     x->busy = true;
-    s->busy_look = after_job;
-    found = next_job(s, me, &j, &stolen, t);
-    s->busy_look = false;
-    if (found) {
+    if (next_job(s, me, &j, &stolen, t)) {
         stop_searching(s, x);
         start_job(s, me, j, stolen, t);
         return;
@@ -647,7 +636,7 @@ static void take_spinner(sim *s, unsigned i, int64_t t)
 {
     s->nspin--;
     s->r[i].evseq = 0; /* its spin-end event is now stale */
-    look(s, i, t, true, false);
+    look(s, i, t, true);
 }
 
 /* rp__pool_stealable_queued() after a push to routee c. */
@@ -796,13 +785,13 @@ static void on_routee(sim *s, ev e)
         x->state = ST_RUN;
         if (s->steal && !clear_idle(s, (unsigned)e.who))
             x->searching = true; /* a waker claimed us: steal.c counted us */
-        look(s, (unsigned)e.who, e.t, true, false);
+        look(s, (unsigned)e.who, e.t, true);
     } else if (x->state == ST_SPIN) {
         s->nspin--;
-        look(s, (unsigned)e.who, e.t, false, false); /* the last look, then sleep */
+        look(s, (unsigned)e.who, e.t, false); /* the last look, then sleep */
     } else {
         x->done++;
-        look(s, (unsigned)e.who, e.t, true, true); /* a job ended */
+        look(s, (unsigned)e.who, e.t, true);  /* a job ended */
     }
 }
 

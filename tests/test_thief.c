@@ -172,36 +172,6 @@ Test(thief, a_routee_not_running_on_the_thiefs_cpu_keeps_its_queue)
     finish(pool, 4);
 }
 
-/*
- * worth_stealing's sleeper (lib/steal.c): a routee asleep with one queued
- * job runs it only after its wake-up, so an awake thief takes it; a
- * routee awake between jobs keeps its one job.  Routee 0, blocked in the
- * gate, is made to look between jobs (running 0, last started on no CPU
- * of the thief's), then asleep (its idle bit set by hand); routee 1 is
- * woken by a tell of its own and looks for work when that job ends.
- */
-Test(thief, an_awake_thief_takes_a_sleeping_routees_one_job_and_leaves_an_awake_ones)
-{
-    rp_pool *pool = blocked_pool();
-    rp_routee *r0 = &pool->routees[0];
-
-    atomic_store(&r0->running, 0);
-    atomic_store(&r0->cpu, INT_MAX);
-    cr_assert_eq(rp_pool_submit(pool, count_job, NULL), 0);
-    cr_assert_eq(rp_routee_tell(rp_pool_routee(pool, 1), count_job_too, NULL), 0);
-    cr_assert(wait_atomic_ge(&ran, 1, 2000), "routee 1 never ran its own job");
-    sleep_ms(50);
-    cr_assert_eq(atomic_load(&ran), 1, "the thief took the one job of a routee awake between jobs");
-    /* Routee 0 asleep: routee 1's next look takes its job. */
-    atomic_fetch_or(&pool->idle_bits[0], 1);
-    cr_assert_eq(rp_routee_tell(rp_pool_routee(pool, 1), count_job_too, NULL), 0);
-    cr_assert(wait_atomic_ge(&ran, 3, 2000),
-              "the thief left the one job of a sleeping routee (%d of 3 ran)", atomic_load(&ran));
-    cr_assert_eq(atomic_load(&ran_on_1), 3);
-    atomic_fetch_and(&pool->idle_bits[0], ~1ull); /* routee 0 never slept */
-    finish(pool, 3);
-}
-
 /* A job that counts where it ran and, given a gate, waits in it. */
 static atomic_int ran_on_0;
 static void share_job(rp_job_ctx *ctx, void *arg)

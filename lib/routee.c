@@ -63,14 +63,17 @@ static int push(rp_routee *r, rp_job_fn fn, void *arg, bool pinned, rp__reply *r
 static __attribute__((noinline)) int push_from_owner(rp_routee *r, rp_job_fn fn, void *arg,
                                                      bool pinned, rp__reply *reply)
 {
-    int rc;
+    /* Only a plain tell from inside a job; 1: the ring would not take it
+     * (full, bounded mailbox, tracing). */
+    if (!pinned && !reply && atomic_load_explicit(&r->running, memory_order_relaxed)) {
+        int rc = rp__mailbox_push_own(&r->mb, fn, arg);
 
-    if (pinned || reply || !atomic_load_explicit(&r->running, memory_order_relaxed) ||
-        (rc = rp__mailbox_push_own(&r->mb, fn, arg)) > 0)
-        return push(r, fn, arg, pinned, reply);
-    if (rc == 0)
-        rp__steal_queued(r->pool, r);
-    return rc;
+        if (rc == 0)
+            rp__steal_queued(r->pool, r);
+        if (rc <= 0)
+            return rc;
+    }
+    return push(r, fn, arg, pinned, reply);
 }
 
 int rp__routee_deliver_reply(rp_routee *r, rp_job_fn fn, void *arg, bool pinned,

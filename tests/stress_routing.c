@@ -52,17 +52,33 @@
 
 /*
  * BALANCE: with smallest-mailbox, the jobs the router gave each routee (its
- * enqueued count) must lie within [mean / BALANCE_DIV, mean * BALANCE_MUL].
+ * enqueued count) must show neither a starved routee nor a flooded one.
  * Not the run counts: the pool steals (its default), so which routee runs a
- * job follows which thread the kernel runs, not the router.  On 2 vCPUs with 4 routees and 4
- * submitters the kernel alone can give one thread a fraction of another's
- * CPU over a second, and a routee that gets less CPU rightly gets fewer jobs
- * (its queue stays deeper), so tight bounds would test the scheduler, not the
- * router.  These bounds catch what matters: a routee starved or flooded
- * (e.g. ties always broken towards routee 0, or depth read wrongly).
+ * job follows which thread the kernel runs, not the router.  On 2 vCPUs with
+ * 4 routees and 4 submitters the kernel alone can give one thread a fraction
+ * of another's CPU over the ~100 ms a scenario lasts, and a routee that gets
+ * more CPU rightly gets more jobs (its queue stays shallower): one run in a
+ * few dozen here routed one routee 2.0x the mean while the other three
+ * shared the rest evenly (0.67x each).  So the checks are:
+ *
+ *   starved  a routee routed under mean / BALANCE_DIV;
+ *   flooded  a routee routed over mean * BALANCE_MUL *and* another routee
+ *            under mean / BALANCE_LOW_DIV: the router took the jobs from
+ *            someone, where a favoured routee's gain is spread over the
+ *            rest, which the router keeps even among themselves.
+ *
+ * What this can and cannot catch (mutation-checked): smallest-mailbox
+ * picking the *deepest* routee failed 7 of 12 runs, each with a starved
+ * routee (0.00-0.25x); the other 5 looked like the kernel's skew (up to
+ * 1.9x / 0.4x), which is also why the older bound (any routee over 2x)
+ * caught no more of them.  Ties always broken towards routee 0 passed every
+ * run (a tie needs empty queues, rare with 4 submitters).  The picks
+ * themselves are pinned on fixed depths by test_strategy and test_router;
+ * this check is the coarse one under load, and must not fail on a kernel.
  */
 #define BALANCE_DIV 4
 #define BALANCE_MUL 2
+#define BALANCE_LOW_DIV 2
 
 typedef struct padded {
     _Alignas(64) atomic_ullong v;
@@ -441,12 +457,23 @@ static void check_custom(const scenario *s, const totals *t, rp_router *r)
 static void check_balance(const totals *t)
 {
     const uint64_t mean = t->sum.enqueued / ROUTEES;
+    uint64_t low = UINT64_MAX;
+
     for (int i = 0; i < ROUTEES; i++)
-        CHECK(t->stats[i].enqueued >= mean / BALANCE_DIV &&
-                  t->stats[i].enqueued <= mean * BALANCE_MUL,
+        if (t->stats[i].enqueued < low)
+            low = t->stats[i].enqueued;
+    for (int i = 0; i < ROUTEES; i++) {
+        const uint64_t got = t->stats[i].enqueued;
+        CHECK(got >= mean / BALANCE_DIV,
               "routee %d was routed %" PRIu64 " jobs, mean %" PRIu64
-              ": not within [mean/%d, mean*%d]",
-              i, t->stats[i].enqueued, mean, BALANCE_DIV, BALANCE_MUL);
+              ": starved (under mean/%d)",
+              i, got, mean, BALANCE_DIV);
+        CHECK(got <= mean * BALANCE_MUL || low >= mean / BALANCE_LOW_DIV,
+              "routee %d was routed %" PRIu64 " jobs, mean %" PRIu64
+              ", while another got %" PRIu64 ": flooded (over mean*%d with "
+              "one under mean/%d)",
+              i, got, mean, low, BALANCE_MUL, BALANCE_LOW_DIV);
+    }
 }
 
 /* One unbounded pool, one router with the strategy, every job accounted. */

@@ -90,6 +90,15 @@ static inline double bench_unit(uint64_t *x)
  *  run 32 in 5 us or faster) is not modelled: the simulated jobs never
  *  come that fast. */
 #define BENCH_STEAL_MAX 8u
+/* lib/steal.h's low load (RP__LOAD_WINDOW_NS, rp__steal_low_load): a
+ * window of at least 1 ms in which the routee slept over 30 % of the time
+ * lets its looks after a job take a sleeping routee's one job. */
+#define BENCH_LOAD_WINDOW_NS 1000000
+#define BENCH_LOW_LOAD_SLEEP_PCT 30
+static inline bool bench_low_load(int64_t slept_ns, int64_t span_ns)
+{
+    return span_ns > 0 && slept_ns > 0 && slept_ns * 100 > span_ns * BENCH_LOW_LOAD_SLEEP_PCT;
+}
 static inline unsigned bench_steal_want(int64_t depth)
 {
     return depth / 2 < 1 ? 1 : depth / 2 > BENCH_STEAL_MAX ? BENCH_STEAL_MAX : (unsigned)(depth / 2);

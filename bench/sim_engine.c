@@ -146,6 +146,10 @@ typedef struct sroutee {
     unsigned watch;        /* rescue(): the routee it watches, its */
     uint64_t watch_done;   /* jobs finished then, and whether it */
     bool watch_had;        /* had jobs queued */
+    int64_t sleep_t;       /* when it last went to sleep */
+    int64_t load_t0;       /* its load window (lib/steal.h): start, */
+    int64_t slept;         /* time asleep in it, and whether the last */
+    bool low_load;         /* closed one was a low load */
 } sroutee;
 
 typedef struct ev {
@@ -181,6 +185,8 @@ typedef struct sim {
     size_t *pick;        /* rp_strategy_pick()'s out, k entries */
     rp_strategy strat;
     bool steal;
+    bool busy_look;      /* the look under way ended a job at a low load:
+                            worth_stealing()'s sleeper */
     uint64_t *idle_bits; /* steal.c idle_bits: sleeping routees (steal only) */
     unsigned nidle, nspin;
     int searching;
@@ -206,9 +212,14 @@ static int64_t depth_of(const sroutee *x)
 /* What the pool's policy reads of routee i (sim_policy.h). */
 static sim_view view_of(const void *sim_, unsigned i)
 {
-    const sroutee *x = &((const struct sim *)sim_)->r[i];
+    const struct sim *s = sim_;
+    const sroutee *x = &s->r[i];
 
-    return (sim_view){.queued = (int64_t)x->q.n, .depth = depth_of(x), .busy = x->busy};
+    return (sim_view){.queued = (int64_t)x->q.n,
+                      .depth = depth_of(x),
+                      .busy = x->busy,
+                      .asleep = s->steal && s->busy_look &&
+                                (s->idle_bits[i / 64] >> (i % 64) & 1)};
 }
 
 /* The foreign routee's depth callback: the pool routee's score. */
@@ -479,7 +490,7 @@ static void steal_from(sim *s, unsigned me, unsigned vi, sjob *out, int64_t t)
     s->queued -= got;
     s->stolen += got;
     stop_searching(s, x); /* before the hand-off, as worker.c does */
-    if (sim_worth_stealing(view_of(s, vi)))
+    if (sim_waits(view_of(s, vi)))
         wake_thief(s, t);
 }
 
@@ -609,19 +620,41 @@ static void go_idle(sim *s, unsigned me, int64_t t, bool may_spin)
         return;
     }
     x->state = ST_SLEEP;
+    x->sleep_t = t;
     if (s->steal)
         set_idle(s, me);
 }
 
-/* routee_main()'s loop body: busy before the pop, idle when nothing. */
-static void look(sim *s, unsigned me, int64_t t, bool may_spin)
+/* rp__steal_load_window(): close x's load window when it is due.  The
+ * pool closes it at its clock reads (every ~5 us of work) and at each
+ * sleep's end; the simulator at each job's end and each wake-up. */
+static void load_window(sroutee *x, int64_t t)
+{
+    int64_t span = t - x->load_t0;
+
+    if (span < BENCH_LOAD_WINDOW_NS)
+        return;
+    x->low_load = bench_low_load(x->slept, span);
+    x->load_t0 = t;
+    x->slept = 0;
+}
+
+/* routee_main()'s loop body: busy before the pop, idle when nothing.
+ * after_job: the routee just ended a job (a busy period goes on), so its
+ * steals may take a sleeper's one job (lib/steal.c, worth_stealing). */
+static void look(sim *s, unsigned me, int64_t t, bool may_spin, bool after_job)
 {
     sroutee *x = &s->r[me];
-    bool stolen;
+    bool stolen, found;
     sjob j;
 
     x->busy = true;
-    if (next_job(s, me, &j, &stolen, t)) {
+    if (after_job)
+        load_window(x, t);
+    s->busy_look = after_job && x->low_load;
+    found = next_job(s, me, &j, &stolen, t);
+    s->busy_look = false;
+    if (found) {
         stop_searching(s, x);
         start_job(s, me, j, stolen, t);
         return;
@@ -636,7 +669,7 @@ static void take_spinner(sim *s, unsigned i, int64_t t)
 {
     s->nspin--;
     s->r[i].evseq = 0; /* its spin-end event is now stale */
-    look(s, i, t, true);
+    look(s, i, t, true, false);
 }
 
 /* rp__pool_stealable_queued() after a push to routee c. */
@@ -739,6 +772,7 @@ static int sim_setup(sim *s, const sim_cell *c, const sim_model *m)
         memset(&slots[i], 0, sizeof slots[i]);
         slots[i].state = ST_SLEEP; /* asleep before the first arrival, as in service */
         slots[i].prev_done = INT64_MIN / 2;
+        slots[i].load_t0 = INT64_MIN / 4; /* the first window is not low, as in the pool */
     }
     s->r = slots, s->fr = foreign;
     s->pick = malloc(c->k * sizeof *s->pick);
@@ -783,15 +817,17 @@ static void on_routee(sim *s, ev e)
         return; /* cancelled spin end */
     if (x->state == ST_WAKE) {
         x->state = ST_RUN;
+        x->slept += e.t - x->sleep_t;
+        load_window(x, e.t);
         if (s->steal && !clear_idle(s, (unsigned)e.who))
             x->searching = true; /* a waker claimed us: steal.c counted us */
-        look(s, (unsigned)e.who, e.t, true);
+        look(s, (unsigned)e.who, e.t, true, false);
     } else if (x->state == ST_SPIN) {
         s->nspin--;
-        look(s, (unsigned)e.who, e.t, false); /* the last look, then sleep */
+        look(s, (unsigned)e.who, e.t, false, false); /* the last look, then sleep */
     } else {
         x->done++;
-        look(s, (unsigned)e.who, e.t, true);  /* a job ended */
+        look(s, (unsigned)e.who, e.t, true, true); /* a job ended */
     }
 }
 

@@ -12,7 +12,11 @@
  *    then by stealing (lib/worker.c next_job(); the callers do this in
  *    their own queues' terms);
  *  - a victim is worth stealing from when it has a queued job and is busy
- *    or holds more than one (sim_worth_stealing(): worth_stealing());
+ *    or holds more than one, or, for a thief that just ended a job at a
+ *    low load, sleeps (sim_worth_stealing(): worth_stealing(); the
+ *    simulator sets asleep for such looks only, bench_low_load() deciding
+ *    the load as lib/steal.h does); the search is handed on after a steal
+ *    for the first two only (sim_waits());
  *  - the victim is the deepest other routee worth stealing from, the first
  *    in scan order from the thief's index + 1 on a tie (sim_pick_victim());
  *  - the thief takes half its depth, 1..BENCH_STEAL_MAX (bench_steal_want(),
@@ -38,15 +42,25 @@ typedef struct sim_view {
     int64_t queued; /* jobs in its queue: what a thief can take */
     int64_t depth;  /* queued plus its private stolen batch: what a thief reads */
     bool busy;      /* running a job (the "+1" of its smallest-mailbox score) */
+    bool asleep;    /* announced a sleep and not awake again (its idle bit),
+                       seen by a thief that just ended a job at a low load */
 } sim_view;
 
 /** The simulator's view of routee i. */
 typedef sim_view (*sim_view_fn)(const void *sim, unsigned i);
 
-/** worth_stealing(): v waits with a stealable job. */
-static inline bool sim_worth_stealing(sim_view v)
+/** worth_stealing(v, cpu, false): v's stealable job waits behind a running
+ *  job or another job (what the hand-on after a steal wakes a thief for). */
+static inline bool sim_waits(sim_view v)
 {
     return v.queued > 0 && (v.busy || v.depth > 1);
+}
+
+/** worth_stealing(v, cpu, true): v's stealable job waits, or v sleeps and
+ *  runs its one job only after its wake-up. */
+static inline bool sim_worth_stealing(sim_view v)
+{
+    return sim_waits(v) || (v.queued > 0 && v.asleep);
 }
 
 /** True when routee v should replace the victim kept so far (best < 0:

@@ -56,6 +56,8 @@ static sim_view sim_view_of(const void *m, unsigned i)
 {
     const simw *x = &((const sim *)m)->w[i];
 
+    /* Never asleep with a job: without wake-up latency a routee handed a
+     * job while idle starts it at once. */
     return (sim_view){.queued = (int64_t)(x->qt - x->qh), .depth = sim_depth(x), .busy = x->busy};
 }
 

@@ -108,6 +108,11 @@ struct rp_routee {
      * rp__steal_pace_fast): its steals may then take RP__STEAL_FAST_MAX. */
     uint64_t pace_run;
     bool fast;
+    /* Owner-only: the load window (steal.h, RP__LOAD_WINDOW_NS): its
+     * start, the time slept in it, and whether the last one was a low
+     * load (a thief may then take a sleeper's one job). */
+    int64_t load_t0, load_slept;
+    bool low_load;
     rp__mailbox mb;
 };
 

@@ -158,21 +158,40 @@ void rp__steal_set_running(rp_routee *r, bool *running, bool now)
         wake_thief(r->pool);
 }
 
+/* Whether v announced a sleep (its idle bit, set before its last look)
+ * and has not cleared it: awake again, or claimed as a thief by a waker,
+ * clears it.  A hint, like every look here. */
+static bool asleep(const rp_routee *v)
+{
+    return (atomic_load_explicit(&v->pool->idle_bits[v->index / 64], memory_order_relaxed) &
+            idle_bit(v)) != 0;
+}
+
 /*
  * Whether a thief may take v's stealable work: only work that waits - v
- * is running a job, or holds more than the one job it is about to take.
- * An idle routee with one queued job has been signalled and will run it
- * itself; stealing that job would only move it away from the routee the
- * router chose (and make an idle pool stop behaving like its router).
+ * is running a job, or holds more than the one job it is about to take,
+ * or (sleeper) it sleeps.  A routee between jobs with one queued job will
+ * run it itself; stealing that job would only move it away from the
+ * routee the router chose (and make an idle pool stop behaving like its
+ * router).  A routee asleep with one queued job runs it only after its
+ * wake-up, tens of microseconds in a VM, where a central queue's free
+ * worker would take it at once: sleeper is true for the looks of a thief
+ * that has just ended a job at a low load (rp__steal_low_load), which
+ * takes that job and goes on (design.md, "A sleeper's job").  At higher
+ * loads the sleeper would be sent its next job soon, and each such steal
+ * costs it a futile wake-up and another sleep (measured: 0.8's tail
+ * worse).  Idle looks (rp__steal_any) and the hand-on after a steal pass
+ * false, so an idle pool still runs each job where its router sent it.
  */
-static bool worth_stealing(rp_routee *v, int cpu)
+static bool worth_stealing(rp_routee *v, int cpu, bool sleeper)
 {
     if (!rp__mailbox_has_stealable(&v->mb))
         return false;
     if (atomic_load_explicit(&v->running, memory_order_seq_cst))
         return true;
-    return rp__mailbox_depth(&v->mb) > 1 &&
-           (cpu < 0 || atomic_load_explicit(&v->cpu, memory_order_relaxed) != cpu);
+    if (cpu >= 0 && atomic_load_explicit(&v->cpu, memory_order_relaxed) == cpu)
+        return false; /* the same-CPU rule */
+    return rp__mailbox_depth(&v->mb) > 1 || (sleeper && asleep(v));
 }
 
 /* The deepest other routee with work worth stealing, or NULL. */
@@ -187,7 +206,7 @@ static rp_routee *pick_victim(rp_routee *r, int64_t *depth)
         rp_routee *v = &pool->routees[((unsigned)r->index + k) % pool->n];
         int64_t d;
 
-        if (!worth_stealing(v, cpu))
+        if (!worth_stealing(v, cpu, r->low_load))
             continue;
         d = rp__mailbox_depth(&v->mb);
         if (d > *depth || !victim) {
@@ -246,7 +265,7 @@ static bool steal_from(rp_routee *r, rp_routee *victim, int64_t depth, unsigned 
     /* More work waits behind the victim (or in our requeued share):
      * hand the search on. */
     rp__steal_stop_searching(r->pool, searching);
-    if ((worth_stealing(victim, -1) || requeued) && any_idle(r->pool))
+    if ((worth_stealing(victim, -1, false) || requeued) && any_idle(r->pool))
         wake_thief(r->pool);
     return true;
 }
@@ -277,7 +296,7 @@ bool rp__steal_again(rp_routee *r, bool *searching, rp__job *out)
 
     if (!v)
         return false;
-    if (!worth_stealing(v, sched_getcpu()) || rp__mailbox_young(&v->mb) ||
+    if (!worth_stealing(v, sched_getcpu(), r->low_load) || rp__mailbox_young(&v->mb) ||
         !steal_from(r, v, rp__mailbox_depth(&v->mb), steal_most(r), searching, out)) {
         r->last_victim = NULL;
         return false;
@@ -346,6 +365,7 @@ bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out)
     r->pace_run = run;
     r->watch_left = r->watch_every = watch_pace(r->watch_every, now - r->watch_read);
     r->watch_read = now;
+    rp__steal_load_window(r, now);
     if (since < RP__RESCUE_NS)
         return false;
     r->watch_at = now;
@@ -379,7 +399,18 @@ bool rp__steal_any(rp_routee *r)
     int cpu = sched_getcpu();
 
     for (unsigned k = 1; k < pool->n; k++)
-        if (worth_stealing(&pool->routees[((unsigned)r->index + k) % pool->n], cpu))
+        if (worth_stealing(&pool->routees[((unsigned)r->index + k) % pool->n], cpu, false))
             return true;
     return false;
+}
+
+void rp__steal_load_window(rp_routee *r, int64_t now)
+{
+    int64_t span = now - r->load_t0;
+
+    if (span < RP__LOAD_WINDOW_NS)
+        return;
+    r->low_load = rp__steal_low_load(r->load_slept, span);
+    r->load_t0 = now;
+    r->load_slept = 0;
 }

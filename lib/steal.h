@@ -67,6 +67,24 @@ static inline bool rp__steal_pace_fast(uint64_t jobs, int64_t elapsed_ns)
     return elapsed_ns > 0 && jobs >= RP__STEAL_FAST_MAX &&
            (uint64_t)elapsed_ns * RP__STEAL_FAST_MAX <= jobs * RP__STEAL_FAST_NS;
 }
+/* Low load (a sleeper's job, steal.c worth_stealing): over a window of
+ * at least RP__LOAD_WINDOW_NS the routee slept more than
+ * RP__LOW_LOAD_SLEEP_PCT percent of the time.  Its clock reads (the
+ * rescue's, ~RP__RESCUE_NS / 2 apart while it works, and each sleep's
+ * end) close the window, so a round without sleeps ends a low load within
+ * a window.  rp-bench-sojourn's routees slept 20-50 % of most windows at
+ * load 0.5, under 20 % at 0.8, under 10 % at 0.9 (design.md, "A sleeper's
+ * job"). */
+#define RP__LOAD_WINDOW_NS 1000000
+#define RP__LOW_LOAD_SLEEP_PCT 30
+/* Whether slept_ns of span_ns (a closed window) is a low load.  Pure:
+ * tested on its own. */
+static inline bool rp__steal_low_load(int64_t slept_ns, int64_t span_ns)
+{
+    return span_ns > 0 && slept_ns > 0 && slept_ns * 100 > span_ns * RP__LOW_LOAD_SLEEP_PCT;
+}
+/* Close r's load window when it is due (now: a fresh clock read). */
+void rp__steal_load_window(rp_routee *r, int64_t now);
 /* The next job of r's stolen (or batch-run) batch, where it waits in
  * r->stolen (its depth slot given back); NULL when the batch is done.
  * Owner only: the pointer holds until the owner's next take. */

@@ -580,7 +580,16 @@ static void idle_sleep(rp_routee *r, bool *searching)
         notify_idle(pool);
         rp__owner_add(&r->sleeps, 1);
         r->fast = false; /* a sleep ends the pace: its first steals take RP__STEAL_MAX */
-        sleep_and_trim(r, v);
+        if (pool->steal) {
+            int64_t t0 = rp__now_ns(), t1;
+
+            sleep_and_trim(r, v);
+            t1 = rp__now_ns();
+            r->load_slept += t1 - t0;
+            rp__steal_load_window(r, t1);
+        } else {
+            sleep_and_trim(r, v);
+        }
     }
     rp__event_done(&r->mb.ev);
     if (pool->steal && !rp__steal_clear_idle(pool, r))

@@ -172,6 +172,67 @@ Test(thief, a_routee_not_running_on_the_thiefs_cpu_keeps_its_queue)
     finish(pool, 4);
 }
 
+/*
+ * worth_stealing's sleeper (lib/steal.c): a routee asleep with one queued
+ * job runs it only after its wake-up, so a thief that has just ended a
+ * job takes it - at a low load (rp__steal_low_load) only; a routee awake
+ * between jobs keeps its one job.  Routee 0, blocked in the gate, is made
+ * to look between jobs (running 0, last started on no CPU of the
+ * thief's), then asleep (its idle bit set by hand); routee 1 is woken by
+ * tells of its own and looks for work when each ends.  Its load is set by
+ * hand too, with a window that never closes (its start in the future).
+ */
+static void set_load(rp_routee *r, bool low)
+{
+    r->load_t0 = INT64_MAX / 2;
+    r->low_load = low;
+}
+
+Test(thief, a_thief_at_a_low_load_takes_a_sleeping_routees_one_job)
+{
+    rp_pool *pool = blocked_pool();
+    rp_routee *r0 = &pool->routees[0], *r1 = &pool->routees[1];
+
+    atomic_store(&r0->running, 0);
+    atomic_store(&r0->cpu, INT_MAX);
+    set_load(r1, true);
+    cr_assert_eq(rp_pool_submit(pool, count_job, NULL), 0);
+    cr_assert_eq(rp_routee_tell(rp_pool_routee(pool, 1), count_job_too, NULL), 0);
+    cr_assert(wait_atomic_ge(&ran, 1, 2000), "routee 1 never ran its own job");
+    sleep_ms(50);
+    cr_assert_eq(atomic_load(&ran), 1, "the thief took the one job of a routee awake between jobs");
+    /* Routee 0 asleep, routee 1 at a high load: the job stays. */
+    atomic_fetch_or(&pool->idle_bits[0], 1);
+    set_load(r1, false);
+    cr_assert_eq(rp_routee_tell(rp_pool_routee(pool, 1), count_job_too, NULL), 0);
+    cr_assert(wait_atomic_ge(&ran, 2, 2000), "routee 1 never ran its second job");
+    sleep_ms(50);
+    cr_assert_eq(atomic_load(&ran), 2, "a thief at a high load took a sleeping routee's one job");
+    /* At a low load, routee 1's next look takes it. */
+    set_load(r1, true);
+    cr_assert_eq(rp_routee_tell(rp_pool_routee(pool, 1), count_job_too, NULL), 0);
+    cr_assert(wait_atomic_ge(&ran, 4, 2000),
+              "a thief at a low load left a sleeping routee's one job (%d of 4 ran)",
+              atomic_load(&ran));
+    cr_assert_eq(atomic_load(&ran_on_1), 4);
+    atomic_fetch_and(&pool->idle_bits[0], ~1ull); /* routee 0 never slept */
+    finish(pool, 4);
+}
+
+/* rp__steal_low_load: more than RP__LOW_LOAD_SLEEP_PCT percent of the
+ * window asleep; never on no time. */
+Test(thief, a_low_load_is_a_window_mostly_asleep)
+{
+    cr_assert(rp__steal_low_load(500000, 1000000));
+    cr_assert(rp__steal_low_load(300001, 1000000));
+    cr_assert_not(rp__steal_low_load(300000, 1000000));
+    cr_assert_not(rp__steal_low_load(0, 1000000));
+    cr_assert_not(rp__steal_low_load(1000, 0));
+    cr_assert_not(rp__steal_low_load(-5, 1000000));
+    /* A whole second asleep does not overflow. */
+    cr_assert(rp__steal_low_load(1000000000LL, 1000000000LL));
+}
+
 /* A job that counts where it ran and, given a gate, waits in it. */
 static atomic_int ran_on_0;
 static void share_job(rp_job_ctx *ctx, void *arg)

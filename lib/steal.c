@@ -175,13 +175,16 @@ static bool asleep(const rp_routee *v)
  * routee the router chose (and make an idle pool stop behaving like its
  * router).  A routee asleep with one queued job runs it only after its
  * wake-up, tens of microseconds in a VM, where a central queue's free
- * worker would take it at once: sleeper is true for the looks of a thief
- * that has just ended a job at a low load (rp__steal_low_load), which
- * takes that job and goes on (design.md, "A sleeper's job").  At higher
+ * worker would take it at once.  So sleeper is the thief's low load
+ * (rp__steal_low_load) in its searches for a victim (pick_victim,
+ * rp__steal_again): those of a routee whose own work ran out - mostly
+ * just after a job, or woken with other work in sight - which takes the
+ * job and goes on (design.md, "Stealing": "A sleeper's job").  At higher
  * loads the sleeper would be sent its next job soon, and each such steal
  * costs it a futile wake-up and another sleep (measured: 0.8's tail
- * worse).  Idle looks (rp__steal_any) and the hand-on after a steal pass
- * false, so an idle pool still runs each job where its router sent it.
+ * worse).  The last look before a sleep (rp__steal_any: what keeps an
+ * idle routee awake) and the hand-on after a steal pass false, so an
+ * idle pool still runs each job where its router sent it.
  */
 static bool worth_stealing(rp_routee *v, int cpu, bool sleeper)
 {

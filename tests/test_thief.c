@@ -180,12 +180,18 @@ Test(thief, a_routee_not_running_on_the_thiefs_cpu_keeps_its_queue)
  * to look between jobs (running 0, last started on no CPU of the
  * thief's), then asleep (its idle bit set by hand); routee 1 is woken by
  * tells of its own and looks for work when each ends.  Its load is set by
- * hand too, with a window that never closes (its start in the future).
+ * hand too, with a window that never closes (its start in the future),
+ * and so is its rescue's last look, in the future too: routee 0 is stuck
+ * in the gate with a job queued, which is what a rescue serves (a routee
+ * preempted 10-40 us between two looks, as on a busy CI machine, would
+ * otherwise take the job as a rescue whatever its load).  All while
+ * routee 1 sleeps: these fields are its own.
  */
 static void set_load(rp_routee *r, bool low)
 {
     r->load_t0 = INT64_MAX / 2;
     r->low_load = low;
+    r->watch_at = INT64_MAX / 2;
 }
 
 Test(thief, a_thief_at_a_low_load_takes_a_sleeping_routees_one_job)

@@ -368,7 +368,7 @@ bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out)
     r->pace_run = run;
     r->watch_left = r->watch_every = watch_pace(r->watch_every, now - r->watch_read);
     r->watch_read = now;
-    rp__steal_load_window(r, now);
+    rp__steal_load_window(r, now, 0);
     if (since < RP__RESCUE_NS)
         return false;
     r->watch_at = now;
@@ -407,10 +407,11 @@ bool rp__steal_any(rp_routee *r)
     return false;
 }
 
-void rp__steal_load_window(rp_routee *r, int64_t now)
+void rp__steal_load_window(rp_routee *r, int64_t now, int64_t slept)
 {
     int64_t span = now - r->load_t0;
 
+    r->load_slept += slept;
     if (span < RP__LOAD_WINDOW_NS)
         return;
     r->low_load = rp__steal_low_load(r->load_slept, span);

@@ -83,8 +83,9 @@ static inline bool rp__steal_low_load(int64_t slept_ns, int64_t span_ns)
 {
     return span_ns > 0 && slept_ns > 0 && slept_ns * 100 > span_ns * RP__LOW_LOAD_SLEEP_PCT;
 }
-/* Close r's load window when it is due (now: a fresh clock read). */
-void rp__steal_load_window(rp_routee *r, int64_t now);
+/* Add slept (ns the routee just slept, or 0) to r's load window, then
+ * close the window when it is due (now: a fresh clock read). */
+void rp__steal_load_window(rp_routee *r, int64_t now, int64_t slept);
 /* The next job of r's stolen (or batch-run) batch, where it waits in
  * r->stolen (its depth slot given back); NULL when the batch is done.
  * Owner only: the pointer holds until the owner's next take. */

@@ -569,6 +569,7 @@ static void idle_sleep(rp_routee *r, bool *searching)
     rp_pool *pool = r->pool;
     uint32_t v;
     int closed;
+    int64_t t0;
 
     if (pool->steal)
         rp__steal_set_idle(pool, r);
@@ -580,15 +581,12 @@ static void idle_sleep(rp_routee *r, bool *searching)
         notify_idle(pool);
         rp__owner_add(&r->sleeps, 1);
         r->fast = false; /* a sleep ends the pace: its first steals take RP__STEAL_MAX */
+        t0 = pool->steal ? rp__now_ns() : 0;
+        sleep_and_trim(r, v);
         if (pool->steal) {
-            int64_t t0 = rp__now_ns(), t1;
+            int64_t t1 = rp__now_ns();
 
-            sleep_and_trim(r, v);
-            t1 = rp__now_ns();
-            r->load_slept += t1 - t0;
-            rp__steal_load_window(r, t1);
-        } else {
-            sleep_and_trim(r, v);
+            rp__steal_load_window(r, t1, t1 - t0); /* the sleep in the load window */
         }
     }
     rp__event_done(&r->mb.ev);

@@ -122,14 +122,16 @@ static void usage(FILE *f)
         "  --victim deepest|two  how a thief picks its victim: the deepest routee\n"
         "                    worth stealing from, a scan of all (default, as the pool)\n"
         "                    or the deeper of two random ones (a what-if)\n"
-        "  --steal-older 0|1 what-if: with stealing, a routee with work of its own first\n"
-        "                    takes a running routee's older job (default 0: the pool\n"
-        "                    does not; docs/design.md, \"Open work\")\n"
         "  --rescue-ns N     with stealing, a routee with work of its own looks at one\n"
         "                    other routee every N ns and steals from it when it had\n"
         "                    jobs queued at the last look, still has, and finished none\n"
         "                    since (default 10000, as the pool; 0: never, the pool\n"
         "                    before the rescue)\n"
+        "  --older-ns N      with the rescue: at a look that rescues nothing, take one\n"
+        "                    job of the routee watched when it runs jobs that are not\n"
+        "                    tiny and its oldest job arrived N ns or more before our\n"
+        "                    own oldest (the age look; default 150000, as the pool;\n"
+        "                    0: never, the pool before it)\n"
         "  --steal-ns N      time a thief spends on a steal (default 500; an estimate:\n"
         "                    a scan of the routees' cache lines and a lane CAS)\n"
         "  --slowdown X      job cost multiplier, 0.5..3 (default 1.0)\n"
@@ -278,8 +280,8 @@ static bool parse_model_opt(sim_model *m, const char *a, const char *v)
         if (!v || (strcmp(v, "deepest") && strcmp(v, "two")))
             bad(a, v, "deepest or two");
         m->victim_two = !strcmp(v, "two");
-    } else if (!strcmp(a, "--steal-older"))
-        m->steal_older = bench_parse_u64(a, v, 0, 1) != 0;
+    } else if (!strcmp(a, "--older-ns"))
+        m->older_ns = (int64_t)bench_parse_u64(a, v, 0, 100000000);
     else if (!strcmp(a, "--rescue-ns"))
         m->rescue_ns = (int64_t)bench_parse_u64(a, v, 0, 100000000);
 

@@ -51,13 +51,15 @@ typedef struct sim_model {
     bool steal_one;        /* what-if: a thief takes one job, not half the depth */
     bool victim_two;       /* what-if: a thief probes two random routees and
                             * takes from the deeper, instead of scanning all */
-    bool steal_older;      /* what-if, off in the pool: with stealing, oldest
-                            * first across routees (docs/design.md) */
     int64_t rescue_ns;     /* with stealing: a routee with work of its own looks
                             * at one other routee every rescue_ns and steals from
                             * it when it had jobs queued at the last look, still
                             * has, and finished none since (0: never; the pool:
                             * SIM_RESCUE_NS) */
+    int64_t older_ns;      /* with the rescue: its age look takes one job of the
+                            * routee watched when that job arrived older_ns or
+                            * more before the looker's oldest (0: never; the
+                            * pool: SIM_OLDER_NS) */
 } sim_model;
 
 /** One cell: k routees, one load, one router. */

@@ -11,10 +11,9 @@
  * index the strategy picked.
  *
  * Worker loop (lib/worker.c routee_main): a routee that finishes a job, wakes
- * up or is woken to steal takes, in this order, its stolen batch, its own
- * queue, or a steal (with --steal-older 1, a what-if the pool does not
- * implement: first a running routee's oldest job when that is older than
- * its own oldest, one victim per job in rotation); if nothing is found it polls for spin_ns (the pool's
+ * up or is woken to steal takes, in this order, its stolen batch, with
+ * jobs of its own every rescue_ns the rescue or the age look (rescue()),
+ * its own queue, or a steal; if nothing is found it polls for spin_ns (the pool's
  * idle_spin_us: 50 us in the default model, which gives every routee a
  * CPU of its own, as the pool's automatic choice does) and then sleeps.  A sleeping routee that is signalled runs
  * wake latency later.  Stealing: the victim is the deepest other routee
@@ -140,7 +139,6 @@ typedef struct sroutee {
     bool searching;        /* counted in sim.searching (steal.c) */
     uint64_t evseq;        /* seq of its one valid pending event */
     int64_t prev_done;     /* end of its previous job (dispatch delay) */
-    unsigned older_victim; /* steal_older()'s rotation */
     uint64_t done;         /* jobs finished */
     int64_t watch_t;       /* rescue(): when it last looked */
     unsigned watch;        /* rescue(): the routee it watches, its */
@@ -185,6 +183,7 @@ typedef struct sim {
     size_t *pick;        /* rp_strategy_pick()'s out, k entries */
     rp_strategy strat;
     bool steal;
+    int64_t older_ns;    /* the age look's margin: m->older_ns, 0 under smallest-mailbox */
     bool busy_look;      /* the look under way ended a job at a low load:
                             worth_stealing()'s sleeper */
     uint64_t *idle_bits; /* steal.c idle_bits: sleeping routees (steal only) */
@@ -473,12 +472,13 @@ static int pick_victim(sim *s, unsigned me, int64_t *depth)
     return victim;
 }
 
-/* steal_from() (lib/steal.c): take sim_steal_count() jobs of routee vi,
- * the first into *out, the rest into our batch, and hand the search on. */
-static void steal_from(sim *s, unsigned me, unsigned vi, sjob *out, int64_t t)
+/* steal_from() (lib/steal.c): take sim_steal_count() jobs of routee vi
+ * (one: one job, the age look's), the first into *out, the rest into our
+ * batch, and hand the search on. */
+static void steal_from(sim *s, unsigned me, unsigned vi, sjob *out, int64_t t, bool one)
 {
     sroutee *x = &s->r[me], *v = &s->r[vi];
-    unsigned got = sim_steal_count(view_of(s, vi), s->m->steal_one);
+    unsigned got = sim_steal_count(view_of(s, vi), one || s->m->steal_one);
 
     if (vi == x->watch)
         x->watch_had = false; /* the work the rescue saw may be this */
@@ -502,29 +502,7 @@ static bool steal(sim *s, unsigned me, sjob *out, int64_t t)
 
     if (vi < 0)
         return false;
-    steal_from(s, me, (unsigned)vi, out, t);
-    return true;
-}
-
-/* steal_older(): with jobs of its own, take a running routee's oldest
- * stealable job when it is older than our oldest (one victim per job, in
- * rotation). */
-static bool steal_older(sim *s, unsigned me, sjob *out)
-{
-    sroutee *x = &s->r[me], *v;
-
-    if (s->k < 2 || !x->q.n)
-        return false;
-    if (++x->older_victim >= s->k)
-        x->older_victim = 0;
-    if (x->older_victim == me && ++x->older_victim >= s->k)
-        x->older_victim = 0;
-    v = &s->r[x->older_victim];
-    if (v == x || !v->busy || !v->q.n || v->q.v[v->q.head].arr >= x->q.v[x->q.head].arr)
-        return false;
-    *out = fifo_pop(&v->q);
-    s->queued--;
-    s->stolen++;
+    steal_from(s, me, (unsigned)vi, out, t, false);
     return true;
 }
 
@@ -532,8 +510,10 @@ static bool steal_older(sim *s, unsigned me, sjob *out)
  * routee looks at one other routee every rescue_ns.  When that routee had
  * stealable work at the last look, still has, and finished no job since
  * (a long job, its CPU taken, or a late wake-up), it steals from it as an
- * idle thief would; otherwise it watches the next routee.  A look more
- * than 4 rescue_ns after the last one (the routee slept) only watches. */
+ * idle thief would; else, when the age look finds that routee's oldest
+ * job older_ns older than its own, takes that one job (sim_older_steals());
+ * otherwise it watches the next routee.  A look more than 4 rescue_ns
+ * after the last one (the routee slept) only watches. */
 static bool rescue(sim *s, unsigned me, sjob *out, int64_t t)
 {
     sroutee *x = &s->r[me], *v;
@@ -547,7 +527,17 @@ static bool rescue(sim *s, unsigned me, sjob *out, int64_t t)
     v = &s->r[x->watch];
     if (sim_rescue_steals(since, s->m->rescue_ns, x->watch_had, v->q.n > 0,
                           v->done == x->watch_done)) {
-        steal_from(s, me, x->watch, out, t);
+        steal_from(s, me, x->watch, out, t, false);
+        return true;
+    }
+    if (sim_older_steals(since, s->m->rescue_ns, v->done - x->watch_done, v->busy, v->q.n > 0,
+                         v->q.n ? v->q.v[v->q.head].arr : 0, x->q.v[x->q.head].arr,
+                         s->older_ns)) {
+        steal_from(s, me, x->watch, out, t, true);
+        /* Still watched, from here: what it has left, if it stays stuck,
+         * is the rescue's at the next look. */
+        x->watch_done = v->done;
+        x->watch_had = v->q.n > 0;
         return true;
     }
     if (s->k > 2 && (x->watch = (x->watch + 1) % s->k) == me)
@@ -568,8 +558,6 @@ static bool next_job(sim *s, unsigned me, sjob *out, bool *stolen, int64_t t)
         *out = x->batch[x->bh++];
         return true;
     }
-    if (s->steal && s->m->steal_older && (*stolen = steal_older(s, me, out)))
-        return true;
     if (s->steal && s->m->rescue_ns && x->q.n && (*stolen = rescue(s, me, out, t)))
         return true;
     if (x->q.n) {
@@ -782,6 +770,8 @@ static int sim_setup(sim *s, const sim_cell *c, const sim_model *m)
     s->strat = strategy_of(c->router, c->seed);
     s->steal = c->router == SR_RR_STEAL || c->router == SR_RANDOM_STEAL ||
                c->router == SR_SM_STEAL;
+    /* The pool's age look is off under smallest-mailbox (pool->older). */
+    s->older_ns = c->router == SR_SM_STEAL ? 0 : m->older_ns;
     for (unsigned i = 0; s->steal && i < c->k; i++)
         set_idle(s, i);
     s->rng_wake = c->seed ^ 0x5157A7E5ull;
@@ -949,8 +939,8 @@ void sim_model_defaults(sim_model *m)
 {
     *m = (sim_model){.dispatch_ns = 100, .wake_ns = 21000, .wake_tail_ns = 2400,
                      .spin_ns = 50000, .steal_ns = 500, .slowdown = 1.0,
-                     .central_overhead = false, .steal_older = false,
-                     .rescue_ns = SIM_RESCUE_NS};
+                     .central_overhead = false, .rescue_ns = SIM_RESCUE_NS,
+                     .older_ns = SIM_OLDER_NS};
 }
 
 void sim_model_bench_profile(sim_model *m)
@@ -968,7 +958,7 @@ void sim_model_bench_profile(sim_model *m)
     *m = (sim_model){.dispatch_ns = 200, .wake_ns = 1700, .wake_tail_ns = 3300,
                      .spin_ns = 0, .steal_ns = 500, .slowdown = 1.0,
                      .central_overhead = true, .central_dispatch_ns = 0,
-                     .steal_older = false, .rescue_ns = SIM_RESCUE_NS};
+                     .rescue_ns = SIM_RESCUE_NS, .older_ns = SIM_OLDER_NS};
 }
 
 int sim_run_cell(sim_result *out, const sim_cell *c, const sim_model *m)

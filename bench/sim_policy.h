@@ -8,7 +8,8 @@
  *
  *  - a routee looks for its next job in its stolen batch, then (with jobs
  *    of its own, every SIM_RESCUE_NS) the rescue of a routee that made no
- *    progress (sim_rescue_steals(): rp__steal_rescue()), its own queue,
+ *    progress (sim_rescue_steals(): rp__steal_rescue()) or else the age
+ *    look's one older job (sim_older_steals()), its own queue,
  *    then by stealing (lib/worker.c next_job(); the callers do this in
  *    their own queues' terms);
  *  - a victim is worth stealing from when it has a queued job and is busy
@@ -117,6 +118,26 @@ static inline bool sim_rescue_steals(int64_t since, int64_t rescue_ns, bool had,
                                      bool stuck)
 {
     return since <= 4 * rescue_ns && had && has && stuck;
+}
+
+/** RP__OLDER_NS and RP__OLDER_PACE of lib/steal.h: the age look. */
+#define SIM_OLDER_NS 150000
+#define SIM_OLDER_PACE 16
+
+/** The age look (rp__steal_rescue(), at a look that rescued nothing):
+ *  take one job of the routee watched when it runs (busy) with a queued
+ *  job (has), finished at most SIM_OLDER_PACE jobs per rescue_ns in the
+ *  `since` ns since the last look (ran), and its oldest job arrived
+ *  older_ns or more before the looker's own oldest (0: the look is off).
+ *  Unlike the rescue, a look long after the last one may take it: the
+ *  jobs' ages do not depend on when we looked last (the pool dates them
+ *  by marks, within RP__MARK_NS; the model knows their arrival). */
+static inline bool sim_older_steals(int64_t since, int64_t rescue_ns, uint64_t ran, bool busy,
+                                    bool has, int64_t v_oldest, int64_t own_oldest,
+                                    int64_t older_ns)
+{
+    return older_ns > 0 && busy && has &&
+           (int64_t)ran * rescue_ns <= since * SIM_OLDER_PACE && own_oldest - v_oldest >= older_ns;
 }
 
 /** wake_thief(): the routee to wake, the lowest set bit of idle (one bit

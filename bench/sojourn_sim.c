@@ -17,7 +17,9 @@
  *    busy routee wakes the idle one to steal it at once (searching takes no
  *    time here, so no thief is ever still searching); a routee with work
  *    of its own rescues the other's queue when it looks between jobs
- *    (sim_rescue_steals(): rp__steal_rescue()).
+ *    (sim_rescue_steals(): rp__steal_rescue()), or takes its oldest job
+ *    when that job is older than its own by SIM_OLDER_NS (the age look,
+ *    sim_older_steals(); not under smallest-mailbox, as in the pool).
  */
 #include "sim_policy.h"
 #include "sojourn.h"
@@ -39,6 +41,7 @@ typedef struct sim {
     const workload *wl;
     int64_t *sojourn;          /* per job, ns */
     bool steal;
+    bool older; /* the age look: not under smallest-mailbox (pool->older) */
 } sim;
 
 static int64_t sim_size(const workload *wl, size_t j)
@@ -78,7 +81,8 @@ static void sim_steal(sim *m, simw *x, simw *v, unsigned want, int64_t t)
 }
 
 /* The rescue (rp__steal_rescue()), at 2 routees: routee k, with jobs of
- * its own, looks at the other one every SIM_RESCUE_NS. */
+ * its own, looks at the other one every SIM_RESCUE_NS; at a look that
+ * rescues nothing, the age look (sim_older_steals()). */
 static bool sim_rescue(sim *m, size_t k, int64_t t)
 {
     simw *x = &m->w[k], *v = &m->w[1 - k];
@@ -91,6 +95,16 @@ static bool sim_rescue(sim *m, size_t k, int64_t t)
     if (sim_rescue_steals(since, SIM_RESCUE_NS, x->watch_had, has, v->done == x->watch_done)) {
         x->watch_had = false;
         sim_steal(m, x, v, sim_steal_count(sim_view_of(m, (unsigned)(1 - k)), false), t);
+        return true;
+    }
+    if (sim_older_steals(since, SIM_RESCUE_NS, v->done - x->watch_done, v->busy, has,
+                         has ? m->wl->offset[v->q[v->qh]] : 0, m->wl->offset[x->q[x->qh]],
+                         m->older ? SIM_OLDER_NS : 0)) {
+        sim_steal(m, x, v, 1, t);
+        /* Still watched, from here: what it has left, if it stays stuck,
+         * is the rescue's at the next look. */
+        x->watch_done = v->done;
+        x->watch_had = v->qt > v->qh;
         return true;
     }
     x->watch_done = v->done;
@@ -169,7 +183,8 @@ static size_t sim_route(const sim *m, enum variant v, size_t i, uint64_t *rng)
 static void sim_pool(int64_t *out, enum variant v, const workload *wl, const buffers *b,
                      uint64_t seed)
 {
-    sim m = {.wl = wl, .sojourn = out, .steal = v == V_RR_STEAL || v == V_SM_STEAL};
+    sim m = {.wl = wl, .sojourn = out, .steal = v == V_RR_STEAL || v == V_SM_STEAL,
+             .older = v == V_RR_STEAL};
 
     for (size_t k = 0; k < ROUTEES; k++)
         m.w[k].q = b->ring[k];

@@ -214,6 +214,8 @@ static int init_routees(rp_pool *pool, const rp_pool_options *o)
         atomic_init(&r->sleep_gen, 0);
         atomic_init(&r->rerouted, 0);
         atomic_init(&r->rescues, 0);
+        atomic_init(&r->olders, 0);
+        atomic_init(&r->mark_n, 0); /* no marks yet: nothing to date */
         r->watch_left = r->watch_every = 1;
         r->spin_ns = pool->spin_ns;
         rc = rp__mailbox_init(&r->mb, &pool->arena, o->mailbox_capacity,
@@ -332,6 +334,7 @@ int rp_pool_create(rp_pool **out, const rp_pool_options *opts)
     }
     pool->n = n;
     pool->steal = opts->steal;
+    pool->older = opts->steal && opts->strategy.kind != RP_STRATEGY_SMALLEST_MAILBOX;
     pool->spin_ns = (int64_t)spin_us(opts->idle_spin_us, n) * 1000;
     pool->idle_yield = opts->idle_spin_us == RP_IDLE_SPIN_US_AUTO && pool->spin_ns == 0;
     pool->trim_keep = opts->record_reserve;

@@ -43,6 +43,9 @@ struct rp_pool {
     rp_log_fn log;
     void *log_user;
     bool steal;
+    /* The age look (steal.c): stealing is on and the default router does
+     * not balance depths itself (not smallest-mailbox). */
+    bool older;
     rp_router *router; /* the default router */
     _Atomic int abort;  /* shutdown mode is RP_SHUTDOWN_ABORT */
     /* rp_pool_shutdown() was called: set before the mailboxes close, never

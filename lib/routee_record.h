@@ -21,6 +21,8 @@ enum { RP__ROUTEE_LOCAL = 1, RP__ROUTEE_FOREIGN = 2 };
 /* ...and an idle thief at a fast pace, whose 32 jobs take a few
  * microseconds (design.md, "The fast pace"). */
 #define RP__STEAL_FAST_MAX 32u
+/* Marks a routee keeps (a power of two): see the mark fields below. */
+#define RP__MARKS 32u
 /* What the stolen batch holds: a steal's jobs, or the owner's batch run,
  * which ends on a whole bulk (rp__mailbox_pop_owner_run). */
 #define RP__HELD_MAX (RP__STEAL_FAST_MAX + RP__LANE_BULK - 1)
@@ -51,6 +53,12 @@ struct rp_routee {
      * above is read by producers and routers, and a write per job there
      * would move it between the CPUs on every tell. */
     RP_ALIGNED _Atomic uint64_t run; /* owner-only writes */
+    /* Jobs of another routee's held in the stolen batch since the last
+     * steal (its size less the one run at once), until the routee next
+     * takes from its own queue: they count in its depth but were never
+     * accepted here, and the age look leaves them out of its numbering
+     * (steal.c, "The age look").  Owner-only writes. */
+    _Atomic unsigned held_stolen;
     _Atomic uint64_t stole; /* owner-only writes */
     _Atomic uint64_t sleeps; /* owner-only writes */
     /* Times the routee, alone on its CPU after a yield, let work gather
@@ -60,6 +68,9 @@ struct rp_routee {
     /* Steals of the rescue (steal.c, rp__steal_rescue).  Owner-only
      * writes; read by tests. */
     _Atomic uint64_t rescues;
+    /* Steals of the age look (steal.c, "The age look").  Owner-only
+     * writes; read by tests. */
+    _Atomic uint64_t olders;
     /* Odd while the routee sleeps (or trims its own lanes while asleep),
      * even while it may touch other routees' lanes: a trim's proof that
      * no thief is inside its lanes (lane.c, "Trimming").  Owner-only
@@ -113,6 +124,16 @@ struct rp_routee {
      * load (a thief may then take a sleeper's one job). */
     int64_t load_t0, load_slept;
     bool low_load;
+    bool held_shown; /* held_stolen is not 0 (owner-only) */
+    /* Marks (steal.c, "The age look"): at its clock reads, every
+     * RP__MARK_NS at most, the routee notes when its mailbox had accepted
+     * how many jobs (rp__mark: both in one word, so a reader never sees
+     * half a mark), and others date its oldest job by them.  mark_n counts
+     * the marks written, the newest at mark[(mark_n - 1) % RP__MARKS].
+     * Owner-only writes; mark_at is the newest mark's time (ns). */
+    RP_ALIGNED _Atomic uint64_t mark[RP__MARKS];
+    _Atomic uint32_t mark_n;
+    int64_t mark_at;
     rp__mailbox mb;
 };
 

@@ -263,6 +263,10 @@ static bool steal_from(rp_routee *r, rp_routee *victim, int64_t depth, unsigned 
     *out = r->stolen[0];
     if (got > 1)
         rp__mailbox_reserve(&r->mb, got - 1);
+    if (got > 1 || r->held_shown) {
+        atomic_store_explicit(&r->held_stolen, got - 1, memory_order_relaxed);
+        r->held_shown = got > 1;
+    }
     r->stolen_next = 1;
     r->stolen_count = got;
     /* More work waits behind the victim (or in our requeued share):
@@ -351,9 +355,127 @@ static rp_routee *next_watched(rp_routee *r)
     return &pool->routees[i];
 }
 
+/*
+ * The age look.  The rescue serves a routee that makes no progress; a
+ * routee that runs long jobs one after another with a backlog behind them
+ * makes progress, and the others, busy with their own younger jobs, never
+ * take its older ones, where a central queue's free worker would take the
+ * oldest job whoever queued it.  In rp-bench-sojourn at load 0.8 the other
+ * routee spent more than half of a p99.9 job's wait on younger jobs (the
+ * central queue none).  So a look that rescues nothing dates the watched
+ * routee's oldest job and our own, and takes that one job when it is
+ * older by RP__OLDER_NS (design.md, "Stealing": "The age look").
+ *
+ * Jobs carry no time: a tell would pay a clock read.  Each routee marks
+ * instead, at its clock reads every RP__MARK_NS at most, how many jobs its
+ * mailbox had accepted (routee_record.h), and a mailbox's oldest job is
+ * its accepted count minus its depth, as numbered from 0 (FIFO; the pinned
+ * lane, the owner ring and a thief's held batch make it a close guess,
+ * and a wrong one moves one job).  A routee that ran more than
+ * RP__OLDER_PACE jobs per RP__RESCUE_NS since the last look runs small
+ * ones, and ages between such routees never reach RP__OLDER_NS: no look,
+ * so tiny jobs pay none of these lines.
+ *
+ * Not in a pool whose default router is smallest-mailbox: the job taken
+ * leaves the older routee's mailbox the smaller, and the router sends it
+ * the next job, behind the old ones (measured: its p99.9 at load 0.9
+ * worse, design.md).  A router that balances depths spreads the arrivals
+ * by backlog already.
+ */
+static void mark(rp_routee *r, int64_t now)
+{
+    uint32_t n;
+
+    if (now - r->mark_at < RP__MARK_NS)
+        return;
+    r->mark_at = now;
+    n = atomic_load_explicit(&r->mark_n, memory_order_relaxed);
+    atomic_store_explicit(&r->mark[n % RP__MARKS], rp__mark(now, rp__mailbox_enqueued(&r->mb)),
+                          memory_order_relaxed);
+    atomic_store_explicit(&r->mark_n, n + 1, memory_order_release);
+}
+
+/* The mark i steps older than the newest of n. */
+static uint64_t mark_back(const _Atomic uint64_t *marks, uint32_t n, uint32_t i)
+{
+    return atomic_load_explicit(&marks[(n - 1 - i) % RP__MARKS], memory_order_relaxed);
+}
+
+static bool counts(uint64_t mark, uint32_t head)
+{
+    return (int32_t)((uint32_t)mark - head) > 0;
+}
+
+bool rp__mark_queued_by(const _Atomic uint64_t *marks, uint32_t n, uint32_t head, uint32_t *t_us)
+{
+    uint32_t kept = n < RP__MARKS ? n : RP__MARKS;
+    uint64_t m;
+
+    if (!kept || !counts(m = mark_back(marks, n, 0), head))
+        return false;
+    *t_us = (uint32_t)(m >> 32);
+    for (uint32_t i = 1; i < kept && counts(m = mark_back(marks, n, i), head); i++)
+        if ((int32_t)((uint32_t)(m >> 32) - *t_us) < 0)
+            *t_us = (uint32_t)(m >> 32);
+    return true;
+}
+
+bool rp__mark_queued_after(const _Atomic uint64_t *marks, uint32_t n, uint32_t head,
+                           uint32_t *t_us)
+{
+    uint32_t kept = n < RP__MARKS ? n : RP__MARKS;
+
+    for (uint32_t i = 0; i < kept; i++) {
+        uint64_t m = mark_back(marks, n, i);
+
+        if (!counts(m, head)) {
+            *t_us = (uint32_t)(m >> 32);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The number of v's oldest job: accepted minus queued.  Of v's the depth
+ * is read first (a push between the reads dates the job later), of our
+ * own the count (dates it earlier): either way the look errs towards
+ * leaving the job where it is. */
+static uint32_t oldest_of(const rp_routee *v, bool own)
+{
+    uint64_t accepted;
+    int64_t depth;
+
+    if (own) {
+        accepted = rp__mailbox_enqueued(&v->mb);
+        depth = rp__mailbox_depth(&v->mb);
+    } else {
+        depth = rp__mailbox_depth(&v->mb) -
+                atomic_load_explicit(&v->held_stolen, memory_order_relaxed);
+        accepted = rp__mailbox_enqueued(&v->mb);
+    }
+    return (uint32_t)(accepted - (uint64_t)depth);
+}
+
+/* Whether v's oldest job was queued RP__OLDER_NS or more before ours; ran:
+ * the jobs v finished in the `since` ns since the last look. */
+static bool older_waits(rp_routee *r, rp_routee *v, uint64_t ran, int64_t since)
+{
+    uint32_t by, after;
+
+    if (!r->pool->older || ran * RP__RESCUE_NS > (uint64_t)since * RP__OLDER_PACE ||
+        !atomic_load_explicit(&v->running, memory_order_seq_cst) ||
+        !rp__mailbox_has_stealable(&v->mb))
+        return false;
+    return rp__mark_queued_by(v->mark, atomic_load_explicit(&v->mark_n, memory_order_acquire),
+                              oldest_of(v, false), &by) &&
+           rp__mark_queued_after(r->mark, atomic_load_explicit(&r->mark_n, memory_order_relaxed),
+                                 oldest_of(r, true), &after) &&
+           (int32_t)(after - by) >= RP__OLDER_NS / 1000;
+}
+
 bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out)
 {
-    uint64_t run;
+    uint64_t run, vrun;
     int64_t now, since;
     rp_routee *v = r->watch;
 
@@ -369,15 +491,27 @@ bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out)
     r->watch_left = r->watch_every = watch_pace(r->watch_every, now - r->watch_read);
     r->watch_read = now;
     rp__steal_load_window(r, now, 0);
+    mark(r, now);
     if (since < RP__RESCUE_NS)
         return false;
     r->watch_at = now;
-    if (v && r->watch_had && since <= 4 * RP__RESCUE_NS &&
-        atomic_load_explicit(&v->run, memory_order_relaxed) == r->watch_run &&
-        rp__mailbox_has_stealable(&v->mb) &&
-        steal_from(r, v, rp__mailbox_depth(&v->mb), RP__STEAL_MAX, searching, out)) {
-        rp__owner_add(&r->rescues, 1);
-        return true;
+    if (v) {
+        vrun = atomic_load_explicit(&v->run, memory_order_relaxed);
+        if (since <= 4 * RP__RESCUE_NS && r->watch_had && vrun == r->watch_run &&
+            rp__mailbox_has_stealable(&v->mb) &&
+            steal_from(r, v, rp__mailbox_depth(&v->mb), RP__STEAL_MAX, searching, out)) {
+            rp__owner_add(&r->rescues, 1);
+            return true;
+        }
+        if (older_waits(r, v, vrun - r->watch_run, since) &&
+            steal_from(r, v, 1, 1, searching, out)) {
+            /* Still watched, from here: what it has left, should it make
+             * no progress until the next look, is the rescue's then. */
+            r->watch_run = vrun;
+            r->watch_had = rp__mailbox_has_stealable(&v->mb);
+            rp__owner_add(&r->olders, 1);
+            return true;
+        }
     }
     v = r->watch = next_watched(r);
     r->watch_run = atomic_load_explicit(&v->run, memory_order_relaxed);

@@ -9,7 +9,9 @@
 #ifndef RP_STEAL_H
 #define RP_STEAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "routee_record.h"
 
@@ -46,12 +48,49 @@ bool rp__steal_again(rp_routee *r, bool *searching, rp__job *out);
 #define RP__RESCUE_NS 10000
 #define RP__RESCUE_TAKES_MAX 256u
 /* Called every r->watch_left takes of a routee that steals: reads the
- * clock and, RP__RESCUE_NS after its last look, looks at the routee it
- * watches.  When that routee had stealable work at the last look, still
- * has, and finished no job since (a long job, its CPU taken, a late
- * wake-up), steals from it as rp__steal_batch() would, the first job into
- * *out; otherwise watches the next routee.  Resets r->watch_left. */
+ * clock (and makes a mark when one is due) and, RP__RESCUE_NS after its
+ * last look, looks at the routee it watches.  When that routee had
+ * stealable work at the last look, still has, and finished no job since
+ * (a long job, its CPU taken, a late wake-up), steals from it as
+ * rp__steal_batch() would, the first job into *out; else, when the age
+ * look finds its oldest job older than ours (RP__OLDER_NS), takes that
+ * one job into *out; otherwise watches the next routee.  Resets
+ * r->watch_left. */
 bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out);
+/* The age look (steal.c): at a look that rescues nothing, a routee takes
+ * one job of the routee it watches when that routee is running, ran at
+ * most RP__OLDER_PACE jobs per RP__RESCUE_NS since the last look (its
+ * jobs are not tiny), and its oldest job was queued RP__OLDER_NS or more
+ * before the looker's own oldest, as the two routees' marks date them. */
+#define RP__OLDER_NS 150000
+#define RP__OLDER_PACE 16u
+/* A routee's marks come at most this often (routee_record.h, RP__MARKS of
+ * them): they date a job within RP__MARK_NS, up to RP__MARKS of them back
+ * (1.6 ms of work or more). */
+#define RP__MARK_NS 50000
+/* A mark: rp__now_ns() in microseconds and a count of accepted jobs, the
+ * low 32 bits of each, in one word (comparisons of both wrap: an age of
+ * 35 minutes or more, or 2^31 jobs queued, is misread, which at worst
+ * moves one job). */
+static inline uint64_t rp__mark(int64_t now_ns, uint64_t accepted)
+{
+    return (uint64_t)(uint32_t)(now_ns / 1000) << 32 | (uint32_t)accepted;
+}
+/* Dating job number `head` (the head-th job a mailbox accepted, from 0)
+ * by n marks (the ring of RP__MARKS in routee_record.h, the newest at
+ * index n - 1).  Queued by: the time (us) of the oldest mark that counts
+ * the job; false when not even the newest does (the job came after it).
+ * Marks a concurrent owner overwrites while this reads are newer than the
+ * ones they replace, and only the oldest time counting the job is kept:
+ * a torn read dates the job later, never earlier.  Pure: tested on its
+ * own. */
+bool rp__mark_queued_by(const _Atomic uint64_t *marks, uint32_t n, uint32_t head,
+                        uint32_t *t_us);
+/* Queued after: the time (us) of the newest mark that does not count the
+ * job yet; false when every mark kept counts it.  For the owner's own
+ * marks (no concurrent writer).  Pure: tested on its own. */
+bool rp__mark_queued_after(const _Atomic uint64_t *marks, uint32_t n, uint32_t head,
+                           uint32_t *t_us);
 /* A fast pace: RP__STEAL_FAST_MAX jobs in at most this long. */
 #define RP__STEAL_FAST_NS 5000
 /* A steal of more than RP__STEAL_MAX trusts a pace read at most this long

@@ -2,8 +2,10 @@
 /*
  * tests/test_rescue.c - the rescue (rp__steal_rescue in lib/steal.c): a
  * routee busy with work of its own takes the queued work of a routee that
- * makes no progress, which a thief (idle by definition) would never see.
- * Linked with the static library: the watch fields are private.
+ * makes no progress, which a thief (idle by definition) would never see;
+ * and the age look beside it, which takes one job older than the looker's
+ * own, dated by the routees' marks.  Linked with the static library: the
+ * watch fields and the marks are private.
  *
  * Routee 0 of a two-routee pool is blocked in a gate with stealable jobs
  * queued behind it.  The first test keeps routee 1 busy with a chain of
@@ -229,4 +231,285 @@ Test(rescue, work_not_queued_at_the_last_look_is_not_stolen)
 Test(rescue, a_look_long_after_the_last_only_watches)
 {
     no_rescue(5 * RP__RESCUE_NS, true, 0, "a stale look stole");
+}
+
+/*
+ * The age look (lib/steal.c, "The age look"): at a look that rescues
+ * nothing, routee 1 takes routee 0's oldest job when its marks date that
+ * job RP__OLDER_NS or more before routee 1's own oldest.  The marks are
+ * set by hand (both routees are blocked in their gates, so their
+ * owner-only fields are the test's), and routee 1 makes none of its own
+ * meanwhile (its last mark's time moved ahead): the dates are the test's
+ * whatever the clock reads.  Routee 0 runs its gate job with 4 jobs
+ * queued (numbered 1-4: its gate job was 0), routee 1 has none queued (its
+ * oldest would be job 1, the next it accepts).
+ */
+static void date_jobs(rp_pool *pool, int64_t older_ns)
+{
+    rp_routee *r0 = &pool->routees[0], *r1 = &pool->routees[1];
+    int64_t now = rp__now_ns();
+
+    cr_assert_eq(rp__mailbox_enqueued(&r0->mb), 5);
+    cr_assert_eq(rp__mailbox_depth(&r0->mb), 4);
+    cr_assert_eq(rp__mailbox_enqueued(&r1->mb), 1);
+    /* Routee 0 had accepted its 5 jobs 1 ms ago; routee 1's next job
+     * comes after its mark of 1 ms - older_ns ago. */
+    atomic_store(&r0->mark[0], rp__mark(now - 1000000, 5));
+    atomic_store(&r0->mark_n, 1);
+    atomic_store(&r1->mark[0], rp__mark(now - 1000000 + older_ns, 1));
+    atomic_store(&r1->mark_n, 1);
+    r1->mark_at = INT64_MAX / 2;
+}
+
+/* Routee 1 looks (its last look `ago` ns back saw no work, so no rescue,
+ * and routee 0 had finished `run_back` jobs fewer than now); returns
+ * whether it took a job, which it then runs. */
+static bool older_look(rp_pool *pool, int64_t ago, uint64_t run_back)
+{
+    rp_routee *r1 = &pool->routees[1];
+    bool searching = false, took;
+    rp__job job;
+
+    looked(r1, ago, false, atomic_load(&pool->routees[0].run) - run_back);
+    took = rp__steal_rescue(r1, &searching, &job);
+    cr_assert_eq(atomic_load(&r1->rescues), 0, "the look rescued");
+    if (took) {
+        cr_assert(job.fn == count_job, "the oldest job comes first");
+        run_as_1(r1, &job);
+    }
+    return took;
+}
+
+Test(rescue, a_busy_routee_takes_a_job_older_than_its_own_by_the_margin)
+{
+    rp_pool *pool = both_blocked();
+    rp_routee *r1 = &pool->routees[1];
+
+    date_jobs(pool, RP__OLDER_NS);
+    cr_assert(older_look(pool, 2 * RP__RESCUE_NS, 0),
+              "a job RP__OLDER_NS older than ours stayed");
+    cr_assert_eq(atomic_load(&r1->olders), 1);
+    cr_assert_eq(atomic_load(&r1->stole), 1, "the age look takes one job");
+    cr_assert_eq(rp__mailbox_depth(&pool->routees[0].mb), 3);
+    /* Routee 0 is still watched, from here: the rescue's if it stays
+     * stuck with the work it has left. */
+    cr_assert_eq(r1->watch, &pool->routees[0]);
+    cr_assert(r1->watch_had);
+    cr_assert_eq(atomic_load(&ran_on_1), 1);
+    /* Once free, routee 1 may steal more of routee 0's. */
+    finish_blocked(pool);
+}
+
+Test(rescue, a_job_less_than_the_margin_older_stays)
+{
+    rp_pool *pool = both_blocked();
+
+    date_jobs(pool, RP__OLDER_NS - 1000); /* a mark is 1 us fine */
+    cr_assert_not(older_look(pool, 2 * RP__RESCUE_NS, 0), "a job not old enough was taken");
+    cr_assert_eq(atomic_load(&pool->routees[1].olders), 0);
+    cr_assert_eq(rp__mailbox_depth(&pool->routees[0].mb), 4);
+    finish_blocked(pool);
+}
+
+/* Ages do not depend on when routee 1 looked last, unlike the rescue's
+ * judgement (a_look_long_after_the_last_only_watches). */
+Test(rescue, a_look_long_after_the_last_still_takes_an_older_job)
+{
+    rp_pool *pool = both_blocked();
+
+    date_jobs(pool, 2 * RP__OLDER_NS);
+    cr_assert(older_look(pool, 1000 * RP__RESCUE_NS, 0), "a stale look left an older job");
+    cr_assert_eq(rp__mailbox_depth(&pool->routees[0].mb), 3);
+    finish_blocked(pool);
+}
+
+/* A routee that ran more than RP__OLDER_PACE jobs per RP__RESCUE_NS runs
+ * tiny ones: no dating (10,000 jobs in the look's 20 us, or in a VM stall
+ * of up to 6 ms between setting the look up and making it). */
+Test(rescue, a_routee_running_tiny_jobs_keeps_its_older_job)
+{
+    rp_pool *pool = both_blocked();
+
+    date_jobs(pool, 2 * RP__OLDER_NS);
+    cr_assert_not(older_look(pool, 2 * RP__RESCUE_NS, 10000), "a routee at a tiny pace was robbed");
+    cr_assert_eq(rp__mailbox_depth(&pool->routees[0].mb), 4);
+    finish_blocked(pool);
+}
+
+/* Without marks nothing is dated: routee 0's none, or routee 1's own. */
+Test(rescue, jobs_without_marks_are_not_dated)
+{
+    rp_pool *pool = both_blocked();
+
+    date_jobs(pool, 2 * RP__OLDER_NS);
+    atomic_store(&pool->routees[0].mark_n, 0);
+    cr_assert_not(older_look(pool, 2 * RP__RESCUE_NS, 0), "routee 0 had no marks");
+    atomic_store(&pool->routees[0].mark_n, 1);
+    atomic_store(&pool->routees[1].mark_n, 0);
+    cr_assert_not(older_look(pool, 2 * RP__RESCUE_NS, 0), "routee 1 had no marks");
+    cr_assert_eq(rp__mailbox_depth(&pool->routees[0].mb), 4);
+    finish_blocked(pool);
+}
+
+/* Jobs of another routee's that routee 0 holds in its stolen batch count
+ * in its depth but were never accepted there: the numbering leaves them
+ * out.  Routee 0 is made to show 2 such jobs (held_stolen), so its oldest
+ * queued job is numbered 3, not 1; marks date job 1 a millisecond back and
+ * job 3 only 100 us, younger than routee 1's own (500 us). */
+Test(rescue, a_routees_held_stolen_jobs_are_left_out_of_its_numbering)
+{
+    rp_pool *pool = both_blocked();
+    rp_routee *r0 = &pool->routees[0], *r1 = &pool->routees[1];
+    int64_t now = rp__now_ns();
+
+    date_jobs(pool, 0);
+    atomic_store(&r0->mark[0], rp__mark(now - 1000000, 2));
+    atomic_store(&r0->mark[1], rp__mark(now - 100000, 5));
+    atomic_store(&r0->mark_n, 2);
+    atomic_store(&r1->mark[0], rp__mark(now - 500000, 1));
+    atomic_store(&r0->held_stolen, 2);
+    cr_assert_not(older_look(pool, 2 * RP__RESCUE_NS, 0),
+                  "held jobs made routee 0's queue look older than it is");
+    cr_assert_eq(rp__mailbox_depth(&r0->mb), 4);
+    atomic_store(&r0->held_stolen, 0);
+    cr_assert(older_look(pool, 2 * RP__RESCUE_NS, 0), "job 1, 500 us older than ours, stayed");
+    cr_assert_eq(rp__mailbox_depth(&r0->mb), 3);
+    finish_blocked(pool);
+}
+
+/* The age look is the pool's when it steals and its default router does
+ * not balance depths itself; a pool without it makes none. */
+Test(rescue, a_pool_routed_by_smallest_mailbox_makes_no_age_look)
+{
+    rp_pool_options o;
+    rp_pool *p;
+    rp_pool *pool;
+    const rp_strategy strategies[] = {rp_strategy_round_robin(), rp_strategy_random(1),
+                                      rp_strategy_smallest_mailbox(), rp_strategy_custom(to_zero, NULL)};
+    const bool older[] = {true, true, false, true};
+
+    for (size_t i = 0; i < 4; i++)
+        for (int steal = 0; steal < 2; steal++) {
+            rp_pool_options_init(&o);
+            o.routees = 2;
+            o.steal = steal;
+            o.strategy = strategies[i];
+            cr_assert_eq(rp_pool_create(&p, &o), 0, "%s", rp_errmsg());
+            cr_assert_eq(p->older, steal && older[i], "strategy %zu, steal %d", i, steal);
+            rp_pool_destroy(p);
+        }
+    pool = both_blocked();
+    date_jobs(pool, 2 * RP__OLDER_NS);
+    pool->older = false; /* as under smallest-mailbox: both routees are blocked */
+    cr_assert_not(older_look(pool, 2 * RP__RESCUE_NS, 0), "a pool without the age look made one");
+    cr_assert_eq(rp__mailbox_depth(&pool->routees[0].mb), 4);
+    finish_blocked(pool);
+}
+
+/* A routee's clock read makes a mark of its accepted count, RP__MARK_NS
+ * after its last one at the earliest. */
+Test(rescue, a_routee_marks_its_accepted_jobs_every_RP__MARK_NS_at_most)
+{
+    rp_pool *pool = both_blocked();
+    rp_routee *r0 = &pool->routees[0];
+    bool searching = false;
+    rp__job job;
+    uint32_t n;
+    int64_t t0;
+
+    /* Routee 0 stands in this time (its look finds nothing to take:
+     * routee 1 has no work). */
+    r0->watch_at = INT64_MAX / 2; /* no look is due: the clock read only */
+    r0->mark_at = rp__now_ns() - RP__MARK_NS;
+    n = atomic_load(&r0->mark_n);
+    t0 = rp__now_ns();
+    cr_assert_not(rp__steal_rescue(r0, &searching, &job));
+    cr_assert_eq(atomic_load(&r0->mark_n), n + 1);
+    cr_assert_eq((uint32_t)atomic_load(&r0->mark[n % RP__MARKS]), 5, "the mark counts 5 jobs");
+    cr_assert_geq(r0->mark_at, t0);
+    cr_assert_not(rp__steal_rescue(r0, &searching, &job));
+    if (rp__now_ns() - t0 < RP__MARK_NS)
+        cr_assert_eq(atomic_load(&r0->mark_n), n + 1, "a second mark within RP__MARK_NS");
+    finish_blocked(pool);
+}
+
+/* rp__mark_queued_by / _after: marks at 100, 200 and 300 us of 10, 20 and
+ * 30 accepted jobs (jobs 0-9, 10-19, 20-29 queued before each). */
+static void three_marks(_Atomic uint64_t *m)
+{
+    for (int i = 0; i < 3; i++)
+        atomic_init(&m[i], rp__mark((i + 1) * 100000LL, (uint64_t)(i + 1) * 10));
+}
+
+Test(rescue, a_job_is_dated_between_the_marks_around_it)
+{
+    _Atomic uint64_t m[RP__MARKS];
+    uint32_t t = 0;
+
+    three_marks(m);
+    cr_assert(rp__mark_queued_by(m, 3, 15, &t));
+    cr_assert_eq(t, 200);
+    cr_assert(rp__mark_queued_after(m, 3, 15, &t));
+    cr_assert_eq(t, 100);
+    /* Job 5 came before every mark: queued by the first, after none. */
+    cr_assert(rp__mark_queued_by(m, 3, 5, &t));
+    cr_assert_eq(t, 100);
+    cr_assert_not(rp__mark_queued_after(m, 3, 5, &t));
+    /* Job 30 came after every mark: queued by none, after the last. */
+    cr_assert_not(rp__mark_queued_by(m, 3, 30, &t));
+    cr_assert(rp__mark_queued_after(m, 3, 30, &t));
+    cr_assert_eq(t, 300);
+    cr_assert(rp__mark_queued_by(m, 3, 29, &t));
+    cr_assert_eq(t, 300);
+    /* No marks, no dates. */
+    cr_assert_not(rp__mark_queued_by(m, 0, 15, &t));
+    cr_assert_not(rp__mark_queued_after(m, 0, 15, &t));
+}
+
+/* The ring keeps the newest RP__MARKS: an older job is dated by the
+ * oldest kept. */
+Test(rescue, the_marks_kept_are_the_newest)
+{
+    _Atomic uint64_t m[RP__MARKS];
+    uint32_t n = RP__MARKS + 5, t = 0;
+
+    for (uint32_t i = 0; i < n; i++)
+        atomic_store(&m[i % RP__MARKS], rp__mark((i + 1) * 100000LL, (uint64_t)(i + 1) * 10));
+    cr_assert(rp__mark_queued_by(m, n, 5, &t));
+    cr_assert_eq(t, 600, "job 5 dated by the oldest mark kept, the 6th (%u)", t);
+    cr_assert_not(rp__mark_queued_after(m, n, 5, &t));
+    cr_assert(rp__mark_queued_after(m, n, (n - 1) * 10 + 5, &t));
+    cr_assert_eq(t, (n - 1) * 100);
+}
+
+/* A mark overwritten while read is newer than the one it replaced: the
+ * job is dated later, never earlier (lib/steal.h). */
+Test(rescue, a_mark_overwritten_while_read_never_dates_a_job_earlier)
+{
+    _Atomic uint64_t m[RP__MARKS];
+    uint32_t t = 0;
+
+    three_marks(m);
+    atomic_store(&m[0], rp__mark(400000, 40)); /* the owner's 4th, in slot 0 */
+    cr_assert(rp__mark_queued_by(m, 3, 15, &t));
+    cr_assert_eq(t, 200);
+    cr_assert(rp__mark_queued_by(m, 3, 5, &t));
+    cr_assert_eq(t, 200, "job 5 dated by %u, before its true date (100) is lost", t);
+}
+
+/* Counts and times are 32 bits in a mark; their comparisons wrap. */
+Test(rescue, mark_counts_and_times_wrap)
+{
+    _Atomic uint64_t m[RP__MARKS];
+    uint64_t base = 0xfffffff0ull;
+    int64_t t_base = 0xfffffff0ll * 1000; /* us: the time wraps after the first mark */
+    uint32_t t = 0;
+
+    for (int i = 0; i < 3; i++)
+        atomic_init(&m[i], rp__mark(t_base + (i + 1) * 100000LL, base + (uint64_t)(i + 1) * 10));
+    cr_assert(rp__mark_queued_by(m, 3, (uint32_t)(base + 15), &t));
+    cr_assert_eq(t, (uint32_t)(0xfffffff0u + 200));
+    cr_assert(rp__mark_queued_after(m, 3, (uint32_t)(base + 15), &t));
+    cr_assert_eq(t, (uint32_t)(0xfffffff0u + 100));
+    cr_assert_eq((int32_t)((uint32_t)(0xfffffff0u + 200) - (uint32_t)(0xfffffff0u + 100)), 100);
 }

@@ -300,27 +300,31 @@ Test(rescue, a_busy_routee_takes_a_job_older_than_its_own_by_the_margin)
     finish_blocked(pool);
 }
 
-Test(rescue, a_job_less_than_the_margin_older_stays)
+/* One look of routee 1's after date_jobs(older_ns) and
+ * older_look(ago, run_back): whether it takes routee 0's oldest job. */
+static void one_look(int64_t older_ns, int64_t ago, uint64_t run_back, bool takes,
+                     const char *why)
 {
     rp_pool *pool = both_blocked();
 
-    date_jobs(pool, RP__OLDER_NS - 1000); /* a mark is 1 us fine */
-    cr_assert_not(older_look(pool, 2 * RP__RESCUE_NS, 0), "a job not old enough was taken");
-    cr_assert_eq(atomic_load(&pool->routees[1].olders), 0);
-    cr_assert_eq(rp__mailbox_depth(&pool->routees[0].mb), 4);
+    date_jobs(pool, older_ns);
+    cr_assert_eq(older_look(pool, ago, run_back), takes, "%s", why);
+    cr_assert_eq(atomic_load(&pool->routees[1].olders), takes ? 1 : 0);
+    cr_assert_eq(rp__mailbox_depth(&pool->routees[0].mb), takes ? 3 : 4);
     finish_blocked(pool);
+}
+
+Test(rescue, a_job_less_than_the_margin_older_stays)
+{
+    /* A mark is 1 us fine. */
+    one_look(RP__OLDER_NS - 1000, 2 * RP__RESCUE_NS, 0, false, "a job not old enough was taken");
 }
 
 /* Ages do not depend on when routee 1 looked last, unlike the rescue's
  * judgement (a_look_long_after_the_last_only_watches). */
 Test(rescue, a_look_long_after_the_last_still_takes_an_older_job)
 {
-    rp_pool *pool = both_blocked();
-
-    date_jobs(pool, 2 * RP__OLDER_NS);
-    cr_assert(older_look(pool, 1000 * RP__RESCUE_NS, 0), "a stale look left an older job");
-    cr_assert_eq(rp__mailbox_depth(&pool->routees[0].mb), 3);
-    finish_blocked(pool);
+    one_look(2 * RP__OLDER_NS, 1000 * RP__RESCUE_NS, 0, true, "a stale look left an older job");
 }
 
 /* A routee that ran more than RP__OLDER_PACE jobs per RP__RESCUE_NS runs
@@ -328,12 +332,8 @@ Test(rescue, a_look_long_after_the_last_still_takes_an_older_job)
  * of up to 6 ms between setting the look up and making it). */
 Test(rescue, a_routee_running_tiny_jobs_keeps_its_older_job)
 {
-    rp_pool *pool = both_blocked();
-
-    date_jobs(pool, 2 * RP__OLDER_NS);
-    cr_assert_not(older_look(pool, 2 * RP__RESCUE_NS, 10000), "a routee at a tiny pace was robbed");
-    cr_assert_eq(rp__mailbox_depth(&pool->routees[0].mb), 4);
-    finish_blocked(pool);
+    one_look(2 * RP__OLDER_NS, 2 * RP__RESCUE_NS, 10000, false,
+             "a routee at a tiny pace was robbed");
 }
 
 /* Without marks nothing is dated: routee 0's none, or routee 1's own. */
@@ -441,29 +441,32 @@ static void three_marks(_Atomic uint64_t *m)
         atomic_init(&m[i], rp__mark((i + 1) * 100000LL, (uint64_t)(i + 1) * 10));
 }
 
+/* Job head of n marks m: queued by `by` and after `after` (us; -1: no
+ * such mark). */
+static void dated(const _Atomic uint64_t *m, uint32_t n, uint32_t head, int64_t by,
+                  int64_t after)
+{
+    uint32_t t = 0;
+
+    cr_assert_eq(rp__mark_queued_by(m, n, head, &t), by >= 0, "job %u: queued by", head);
+    if (by >= 0)
+        cr_assert_eq(t, (uint32_t)by, "job %u queued by %u, not %lld", head, t, (long long)by);
+    cr_assert_eq(rp__mark_queued_after(m, n, head, &t), after >= 0, "job %u: queued after", head);
+    if (after >= 0)
+        cr_assert_eq(t, (uint32_t)after, "job %u queued after %u, not %lld", head, t,
+                     (long long)after);
+}
+
 Test(rescue, a_job_is_dated_between_the_marks_around_it)
 {
     _Atomic uint64_t m[RP__MARKS];
-    uint32_t t = 0;
 
     three_marks(m);
-    cr_assert(rp__mark_queued_by(m, 3, 15, &t));
-    cr_assert_eq(t, 200);
-    cr_assert(rp__mark_queued_after(m, 3, 15, &t));
-    cr_assert_eq(t, 100);
-    /* Job 5 came before every mark: queued by the first, after none. */
-    cr_assert(rp__mark_queued_by(m, 3, 5, &t));
-    cr_assert_eq(t, 100);
-    cr_assert_not(rp__mark_queued_after(m, 3, 5, &t));
-    /* Job 30 came after every mark: queued by none, after the last. */
-    cr_assert_not(rp__mark_queued_by(m, 3, 30, &t));
-    cr_assert(rp__mark_queued_after(m, 3, 30, &t));
-    cr_assert_eq(t, 300);
-    cr_assert(rp__mark_queued_by(m, 3, 29, &t));
-    cr_assert_eq(t, 300);
-    /* No marks, no dates. */
-    cr_assert_not(rp__mark_queued_by(m, 0, 15, &t));
-    cr_assert_not(rp__mark_queued_after(m, 0, 15, &t));
+    dated(m, 3, 15, 200, 100);
+    dated(m, 3, 29, 300, 200);
+    dated(m, 3, 5, 100, -1);  /* before every mark: by the first, after none */
+    dated(m, 3, 30, -1, 300); /* after every mark: by none, after the last */
+    dated(m, 0, 15, -1, -1);  /* no marks, no dates */
 }
 
 /* The ring keeps the newest RP__MARKS: an older job is dated by the

@@ -53,9 +53,9 @@ struct rp_routee {
      * above is read by producers and routers, and a write per job there
      * would move it between the CPUs on every tell. */
     RP_ALIGNED _Atomic uint64_t run; /* owner-only writes */
-    /* Jobs of another routee's held in the stolen batch since the last
-     * steal (its size less the one run at once), until the routee next
-     * takes from its own queue: they count in its depth but were never
+    /* Other routees' jobs held in the stolen batch since the last steal
+     * (its size less the one run at once), until the routee next takes
+     * from its own queue: they count in its depth but were never
      * accepted here, and the age look leaves them out of its numbering
      * (steal.c, "The age look").  Owner-only writes. */
     _Atomic unsigned held_stolen;

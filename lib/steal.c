@@ -369,18 +369,19 @@ static rp_routee *next_watched(rp_routee *r)
  * Jobs carry no time: a tell would pay a clock read.  Each routee marks
  * instead, at its clock reads every RP__MARK_NS at most, how many jobs its
  * mailbox had accepted (routee_record.h), and a mailbox's oldest job is
- * its accepted count minus its depth, as numbered from 0 (FIFO; the pinned
- * lane, the owner ring and a thief's held batch make it a close guess,
- * and a wrong one moves one job).  A routee that ran more than
+ * its accepted count minus its depth, as numbered from 0 (FIFO), less the
+ * other routees' jobs a thief holds (held_stolen): the pinned lane, the
+ * owner ring and a record a thief put back on its own lane make it a
+ * close guess, and a wrong one moves one job.  A routee that ran more than
  * RP__OLDER_PACE jobs per RP__RESCUE_NS since the last look runs small
  * ones, and ages between such routees never reach RP__OLDER_NS: no look,
  * so tiny jobs pay none of these lines.
  *
  * Not in a pool whose default router is smallest-mailbox: the job taken
  * leaves the older routee's mailbox the smaller, and the router sends it
- * the next job, behind the old ones (measured: its p99.9 at load 0.9
- * worse, design.md).  A router that balances depths spreads the arrivals
- * by backlog already.
+ * the next job, behind the old ones.  The simulator finds nothing to gain
+ * there, and paired runs with the look were worse, if no more than a null
+ * pair's spread (design.md): the gate keeps that router as measured.
  */
 static void mark(rp_routee *r, int64_t now)
 {
@@ -436,7 +437,8 @@ bool rp__mark_queued_after(const _Atomic uint64_t *marks, uint32_t n, uint32_t h
     return false;
 }
 
-/* The number of v's oldest job: accepted minus queued.  Of v's the depth
+/* The number of v's oldest job: accepted minus queued (own: its held
+ * batch is empty at a look; another's: less held_stolen).  Of v's the depth
  * is read first (a push between the reads dates the job later), of our
  * own the count (dates it earlier): either way the look errs towards
  * leaving the job where it is. */

@@ -54,9 +54,9 @@ struct rp_routee {
      * would move it between the CPUs on every tell. */
     RP_ALIGNED _Atomic uint64_t run; /* owner-only writes */
     /* Other routees' jobs held in the stolen batch since the last steal
-     * (its size less the one run at once), until the routee next takes
-     * from its own queue: they count in its depth but were never
-     * accepted here, and the age look leaves them out of its numbering
+     * (its size less the one run at once), until the routee's next clock
+     * read (rp__steal_rescue, which runs only once the batch is done):
+     * they count in its depth but were never accepted here, and the age look leaves them out of its numbering
      * (steal.c, "The age look").  Owner-only writes. */
     _Atomic unsigned held_stolen;
     _Atomic uint64_t stole; /* owner-only writes */
@@ -124,7 +124,6 @@ struct rp_routee {
      * load (a thief may then take a sleeper's one job). */
     int64_t load_t0, load_slept;
     bool low_load;
-    bool held_shown; /* held_stolen is not 0 (owner-only) */
     /* Marks (steal.c, "The age look"): at its clock reads, every
      * RP__MARK_NS at most, the routee notes when its mailbox had accepted
      * how many jobs (rp__mark: both in one word, so a reader never sees

@@ -263,10 +263,7 @@ static bool steal_from(rp_routee *r, rp_routee *victim, int64_t depth, unsigned 
     *out = r->stolen[0];
     if (got > 1)
         rp__mailbox_reserve(&r->mb, got - 1);
-    if (got > 1 || r->held_shown) {
-        atomic_store_explicit(&r->held_stolen, got - 1, memory_order_relaxed);
-        r->held_shown = got > 1;
-    }
+    atomic_store_explicit(&r->held_stolen, got - 1, memory_order_relaxed);
     r->stolen_next = 1;
     r->stolen_count = got;
     /* More work waits behind the victim (or in our requeued share):
@@ -407,6 +404,12 @@ static bool counts(uint64_t mark, uint32_t head)
     return (int32_t)((uint32_t)mark - head) > 0;
 }
 
+/* A mark's time, us. */
+static uint32_t mark_us(uint64_t mark)
+{
+    return (uint32_t)(mark >> 32);
+}
+
 bool rp__mark_queued_by(const _Atomic uint64_t *marks, uint32_t n, uint32_t head, uint32_t *t_us)
 {
     uint32_t kept = n < RP__MARKS ? n : RP__MARKS;
@@ -414,10 +417,10 @@ bool rp__mark_queued_by(const _Atomic uint64_t *marks, uint32_t n, uint32_t head
 
     if (!kept || !counts(m = mark_back(marks, n, 0), head))
         return false;
-    *t_us = (uint32_t)(m >> 32);
+    *t_us = mark_us(m);
     for (uint32_t i = 1; i < kept && counts(m = mark_back(marks, n, i), head); i++)
-        if ((int32_t)((uint32_t)(m >> 32) - *t_us) < 0)
-            *t_us = (uint32_t)(m >> 32);
+        if ((int32_t)(mark_us(m) - *t_us) < 0)
+            *t_us = mark_us(m);
     return true;
 }
 
@@ -430,7 +433,7 @@ bool rp__mark_queued_after(const _Atomic uint64_t *marks, uint32_t n, uint32_t h
         uint64_t m = mark_back(marks, n, i);
 
         if (!counts(m, head)) {
-            *t_us = (uint32_t)(m >> 32);
+            *t_us = mark_us(m);
             return true;
         }
     }
@@ -494,6 +497,9 @@ bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out)
     r->watch_read = now;
     rp__steal_load_window(r, now, 0);
     mark(r, now);
+    /* next_job() looks only once the stolen batch is done. */
+    if (atomic_load_explicit(&r->held_stolen, memory_order_relaxed))
+        atomic_store_explicit(&r->held_stolen, 0, memory_order_relaxed);
     if (since < RP__RESCUE_NS)
         return false;
     r->watch_at = now;

@@ -212,10 +212,6 @@ static bool take_own(rp_routee *r, rp__job *out)
 
     if (!got)
         return false;
-    if (r->held_shown) { /* no stolen job is held any more */
-        atomic_store_explicit(&r->held_stolen, 0, memory_order_relaxed);
-        r->held_shown = false;
-    }
     *out = r->stolen[0];
     r->stolen_next = 1;
     r->stolen_count = got;

@@ -39,7 +39,7 @@
  * share the public structs' layout (rp_pool_options, rp_routee_stats).
  */
 #include <dlfcn.h>
-#include <fcntl.h>
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "libcopy.h"
 #include "routepool/routepool.h"
 
 #define WORKERS 2
@@ -217,37 +218,13 @@ static void self_chain(rp_job_ctx *ctx, void *arg)
 /* path itself, or path/libroutepool.so when it is a directory. */
 static char *lib_file(const char *path)
 {
-    struct stat st;
-    char *out;
+    char *f = bench_lib_file(path);
 
-    if (stat(path, &st) != 0) {
-        fprintf(stderr, "rp-bench-lib-ab: %s: no such file or directory\n", path);
+    if (!f) {
+        fprintf(stderr, "rp-bench-lib-ab: %s: %s\n", path, strerror(errno));
         exit(2);
     }
-    if (!S_ISDIR(st.st_mode))
-        return strdup(path);
-    if (asprintf(&out, "%s/libroutepool.so", path) < 0)
-        die("out of memory", NULL);
-    return out;
-}
-
-/* A private copy of file (dlopen() returns the loaded object again for a
- * file it already holds, so A against itself needs a second file).  The
- * copy is unlinked once loaded. */
-static char *copy_of(const char *file)
-{
-    char tmpl[] = "/tmp/rp-lib-ab-XXXXXX.so", buf[65536];
-    int in = open(file, O_RDONLY), out = mkstemps(tmpl, 3);
-    ssize_t k;
-
-    if (in < 0 || out < 0)
-        die("cannot copy the library", file);
-    while ((k = read(in, buf, sizeof buf)) > 0)
-        if (write(out, buf, (size_t)k) != k)
-            die("cannot copy the library", file);
-    close(in);
-    close(out);
-    return strdup(tmpl);
+    return f;
 }
 
 static void *sym(lib *l, const char *name)
@@ -285,15 +262,15 @@ static void lib_load(lib *l, const char *file, bool unlink_after)
 static void load_both(const char *a, const char *b)
 {
     char *fa = lib_file(a), *fb = lib_file(b);
-    struct stat sa, sb;
-    bool same = stat(fa, &sa) == 0 && stat(fb, &sb) == 0 && sa.st_dev == sb.st_dev &&
-                sa.st_ino == sb.st_ino;
+    bool same = bench_lib_same_file(fa, fb);
 
     g.libs[0].path = a;
     g.libs[1].path = b;
     lib_load(&g.libs[0], fa, false);
     if (same) {
-        char *copy = copy_of(fb);
+        char *copy = bench_lib_copy(fb); /* dlopen() would return A again */
+        if (!copy)
+            die("cannot copy the library", fb);
         lib_load(&g.libs[1], copy, true);
         free(copy);
     } else {

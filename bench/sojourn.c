@@ -67,6 +67,11 @@ const variant_name variants[V_COUNT] = {
     [V_SM] = {"sm", "smallest-mailbox"},
     [V_SM_STEAL] = {"sm-steal", "smallest-mailbox + steal"},
     [V_TBB] = {"tbb", "oneTBB task_group (its stealing)"},
+    [V_RR_B] = {"rr-b", "round-robin [B]"},
+    [V_RR_STEAL_B] = {"rr-steal-b", "round-robin + steal [B]"},
+    [V_RANDOM_B] = {"random-b", "random [B]"},
+    [V_SM_B] = {"sm-b", "smallest-mailbox [B]"},
+    [V_SM_STEAL_B] = {"sm-steal-b", "smallest-mailbox + steal [B]"},
 };
 const char *const gen_names[3] = {"idle", "spin", "yield"};
 unsigned g_idle_spin_us = RP_IDLE_SPIN_US_AUTO;
@@ -96,6 +101,7 @@ static void preamble(const config *cfg, bench_machine *m, bench_calib *cal,
     bench_machine_get(m);
     printf("# rp-bench-sojourn (routepool %s)\n", rp_version());
     bench_machine_print(stdout, m);
+    libs_print(cfg);
     bench_placement_take(place, 7);
     if (place->pp.one_way_ns > 0)
         bench_pingpong_print(stdout, &place->pp, 7);
@@ -226,31 +232,51 @@ static int64_t run_guarded(double *st, const config *cfg, enum variant v, const 
     }
 }
 
+/* One scheduler's run of repetition r, with what --dump-jobs and --json
+ * keep of it. */
+static void run_cell(int li, int r, enum variant v, const config *cfg, const workload *w,
+                     const buffers *b, uint64_t seed)
+{
+    int64_t t0 = run_guarded(results[li][v][r], cfg, v, w, b, seed, &redone[li][v]);
+
+    if (cfg->dump_dir)
+        dump_jobs(cfg, li, v, r, w, b, t0);
+    if (cfg->json) {
+        record_stalls(&stalls[li][v][r], w, b);
+        record_lates(&lates[li][v][r], &late_base_us[li][v][r], w, b);
+        record_wakes(&wakes[li][v][r], w, b);
+    }
+    fprintf(stderr, "\rload %.2f run %d/%d %-30s p99 %8.1f us", cfg->loads[li], r + 1,
+            cfg->reps, variants[v].label, results[li][v][r][S_P99]);
+}
+
 static void run_load(int li, const config *cfg, workload *w, const buffers *b)
 {
+    const int nbase = V_TBB + 1; /* the variants before the -b twins */
+
     for (int r = 0; r < cfg->reps; r++) {
         uint64_t seed = cfg->seed * 1000003u + (uint64_t)li * 1009u + (uint64_t)r;
         workload_draw(w, cfg->loads[li], seed);
-        for (enum variant v = V_CENTRAL; v < V_COUNT; v++)
+        for (enum variant v = V_CENTRAL; v < nbase; v++)
             simulate(simulated[li][v][r], v, w, b, cfg->warmup, seed);
-        /* Rotate the order so no scheduler always runs first. */
-        for (int k = 0; k < V_COUNT; k++) {
-            enum variant v = (enum variant)((k + r) % V_COUNT);
-            if (!cfg->enabled[v])
-                continue;
-            int64_t t0 = run_guarded(results[li][v][r], cfg, v, w, b, seed, &redone[li][v]);
-            if (cfg->dump_dir)
-                dump_jobs(cfg, li, v, r, w, b, t0);
-            if (cfg->json) {
-                record_stalls(&stalls[li][v][r], w, b);
-                record_lates(&lates[li][v][r], &late_base_us[li][v][r], w, b);
-                record_wakes(&wakes[li][v][r], w, b);
+        for (enum variant v = V_RR_B; v < V_COUNT; v++) /* the same policy */
+            memcpy(simulated[li][v][r], simulated[li][variant_base(v)][r],
+                   sizeof simulated[li][v][r]);
+        /* Rotate the order so no scheduler always runs first.  A -b twin
+         * runs right beside its variant, after it in even repetitions and
+         * before it in odd ones (sojourn_libs.c). */
+        for (int k = 0; k < nbase; k++) {
+            enum variant v = (enum variant)((k + r) % nbase), pair[2] = {v, V_COUNT};
+            if (v >= V_RR && v <= V_SM_STEAL && cfg->enabled[variant_twin(v)]) {
+                pair[r % 2] = v;
+                pair[1 - r % 2] = variant_twin(v);
             }
-            fprintf(stderr, "\rload %.2f run %d/%d %-26s p99 %8.1f us", cfg->loads[li], r + 1,
-                    cfg->reps, variants[v].label, results[li][v][r][S_P99]);
+            for (int i = 0; i < 2; i++)
+                if (pair[i] != V_COUNT && cfg->enabled[pair[i]])
+                    run_cell(li, r, pair[i], cfg, w, b, seed);
         }
     }
-    fprintf(stderr, "\r%-72s\r", "");
+    fprintf(stderr, "\r%-76s\r", "");
 }
 
 int main(int argc, char **argv)
@@ -265,6 +291,7 @@ int main(int argc, char **argv)
     int64_t t0 = bench_now_ns();
 
     parse_args(&cfg, argc, argv);
+    libs_load(&cfg);
     /* The generator sleeps with absolute deadlines; the default 50 us slack
      * would make every sleep late by that much. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -285,6 +312,7 @@ int main(int argc, char **argv)
         free(b.ring[k]);
     free(b.order);
     free(w.offset), free(w.is_long);
+    libs_unload();
     for (int li = 0; li < MAX_LOADS; li++)
         for (int v = 0; v < V_COUNT; v++)
             for (int r = 0; r < MAX_REPS; r++) {

@@ -48,7 +48,28 @@
 
 /* ---- schedulers ---- */
 
-enum variant { V_CENTRAL, V_RR, V_RR_STEAL, V_RANDOM, V_SM, V_SM_STEAL, V_TBB, V_COUNT };
+/* The pool variants V_RR..V_SM_STEAL run on library A; with --lib-b each
+ * also has a twin on library B (V_RR_B..V_SM_STEAL_B, in the same order),
+ * run on the same workload in the same repetition (sojourn_libs.c). */
+enum variant {
+    V_CENTRAL, V_RR, V_RR_STEAL, V_RANDOM, V_SM, V_SM_STEAL, V_TBB,
+    V_RR_B, V_RR_STEAL_B, V_RANDOM_B, V_SM_B, V_SM_STEAL_B, V_COUNT
+};
+#define V_POOLS (V_SM_STEAL - V_RR + 1)
+
+/* Library B's twin of a pool variant, and the other way round. */
+static inline bool variant_is_b(enum variant v)
+{
+    return v >= V_RR_B;
+}
+static inline enum variant variant_base(enum variant v)
+{
+    return variant_is_b(v) ? (enum variant)(v - V_RR_B + V_RR) : v;
+}
+static inline enum variant variant_twin(enum variant v)
+{
+    return (enum variant)(v - V_RR + V_RR_B);
+}
 
 typedef struct variant_name {
     const char *key, *label;
@@ -110,6 +131,7 @@ typedef struct config {
     double max_stall_us; /* redo a run with a longer in-job interruption */
     int central_wake;   /* a central_wake */
     bool tbb_other;     /* --tbb-submit other: tbb's generators submit under SCHED_OTHER */
+    const char *lib_a, *lib_b; /* --lib-a / --lib-b (file or build directory), or NULL */
 } config;
 
 /* --idle-spin-us: the routepool pools' rp_pool_options.idle_spin_us. */
@@ -230,10 +252,43 @@ void central_submit(central *c, job *j);
 void central_wait_idle(central *c);
 void central_stop(central *c);
 
+/* ---- the libraries under test (sojourn_libs.c) ---- */
+
+/* The public functions the pool variants call, from one copy of the
+ * library: the linked one, or with --lib-b a dlopen()ed copy per side. */
+typedef struct rp_api {
+    const char *file; /* the copy's file, NULL for the linked library */
+    const char *(*version)(void);
+    const char *(*strerror_)(int);
+    const char *(*errmsg)(void);
+    void (*options_init)(rp_pool_options *);
+    int (*create)(rp_pool **, const rp_pool_options *);
+    int (*submit)(rp_pool *, rp_job_fn, void *);
+    int (*wait_idle)(rp_pool *, int);
+    void (*destroy)(rp_pool *);
+    size_t (*size)(const rp_pool *);
+    rp_routee *(*routee)(rp_pool *, size_t);
+    int (*stats)(const rp_routee *, rp_routee_stats *);
+    int (*job_routee)(const rp_job_ctx *);
+    rp_strategy (*round_robin)(void);
+    rp_strategy (*random)(uint64_t);
+    rp_strategy (*smallest)(void);
+} rp_api;
+
+/* [0]: library A (the variants' own), [1]: library B (the twins). */
+extern rp_api libs[2];
+/* Fill libs[] from cfg->lib_a / cfg->lib_b; exits 2 on a library that
+ * cannot be loaded or would not keep to its own code. */
+void libs_load(const config *cfg);
+void libs_print(const config *cfg);
+void libs_unload(void);
+
 /* ---- the scheduler under test (sojourn_sched.c) ---- */
 
 typedef struct sched {
     enum variant v;
+    const rp_api *api; /* the pool variants' library */
+    rp_job_fn job_fn;  /* its job function */
     rp_pool *pool;
     central cq;
 #ifdef RP_BENCH_HAVE_TBB

@@ -61,6 +61,14 @@ static void usage(FILE *f)
         "  --dump-jobs DIR   write every run's jobs to DIR/<load>-<scheduler>-<run>.csv\n"
         "                    (times in ns from the run's start; submit_ns with\n"
         "                    --time-submits); DIR must exist\n"
+        "  --lib-b PATH      paired A/B of two builds in one file: every pool variant\n"
+        "                    also runs on this build of the library (a libroutepool.so\n"
+        "                    or its build directory) as <variant>-b, beside the variant\n"
+        "                    in every repetition, and a B/A table gives the medians of\n"
+        "                    the per-repetition ratios; the same build as A is a null\n"
+        "                    comparison.  Both builds need -Bsymbolic-functions (every\n"
+        "                    build since the fifteenth session; see bench/sojourn_libs.c)\n"
+        "  --lib-a PATH      with --lib-b: build A (default: the linked library)\n"
         "  --help            this text\n"
         "Exit status: 0 ok, 1 runtime failure, 2 bad command line.\n", MAX_REPS,
         (unsigned)RP_IDLE_SPIN_US_MAX);
@@ -99,9 +107,9 @@ static void parse_variants(config *cfg, const char *s)
     cfg->enabled[V_CENTRAL] = true;
     for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         int v = 0;
-        while (v < V_COUNT && strcmp(t, variants[v].key) != 0)
+        while (v < V_RR_B && strcmp(t, variants[v].key) != 0)
             v++;
-        if (v == V_COUNT) {
+        if (v == V_RR_B) { /* (the -b twins follow --lib-b) */
             fprintf(stderr, "--variants: unknown '%s' (rr, rr-steal, random, sm, sm-steal, tbb)\n", t);
             exit(2);
         }
@@ -183,6 +191,10 @@ static void parse_one(config *cfg, int argc, char **argv, int *i, bool *warm_set
         cfg->hooks = false;
     else if (!strcmp(a, "--gen"))
         parse_gen(cfg, opt_value(argc, argv, i));
+    else if (!strcmp(a, "--lib-a"))
+        cfg->lib_a = opt_value(argc, argv, i);
+    else if (!strcmp(a, "--lib-b"))
+        cfg->lib_b = opt_value(argc, argv, i);
     else {
         fprintf(stderr, "unknown option '%s' (see --help)\n", a);
         exit(2);
@@ -217,6 +229,12 @@ void parse_args(config *cfg, int argc, char **argv)
             cfg->hooks = false;
     if (!warm_set)
         cfg->warmup = cfg->jobs / 10;
+    if (cfg->lib_a && !cfg->lib_b) {
+        fprintf(stderr, "--lib-a: needs --lib-b (see --help)\n");
+        exit(2);
+    }
+    for (enum variant v = V_RR; v <= V_SM_STEAL; v++)
+        cfg->enabled[variant_twin(v)] = cfg->lib_b && cfg->enabled[v];
     if (cfg->dump_dir) { /* checked now, not after the first run */
         DIR *d = opendir(cfg->dump_dir); /* (enum stat hides struct stat here) */
         if (d)

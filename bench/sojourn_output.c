@@ -117,6 +117,55 @@ static void csv_load(int li, const config *cfg)
     }
 }
 
+/* Median over the repetitions of twin/variant for one statistic (the
+ * paired A/B of --lib-b), its min and max, and in how many repetitions
+ * B's was lower. */
+static double pair_ratio(int li, enum variant v, enum stat st, int reps, double *lo, double *hi,
+                         int *lower)
+{
+    double x[MAX_REPS];
+
+    *lower = 0;
+    for (int r = 0; r < reps; r++) {
+        double a = results[li][v][r][st], b = results[li][variant_twin(v)][r][st];
+        x[r] = a > 0 ? b / a : 1.0;
+        *lower += b < a;
+    }
+    *lo = *hi = x[0];
+    for (int r = 1; r < reps; r++)
+        *lo = x[r] < *lo ? x[r] : *lo, *hi = x[r] > *hi ? x[r] : *hi;
+    return bench_median(x, (size_t)reps);
+}
+
+/* --lib-b: each pool variant on B against itself on A, repetition by
+ * repetition, with its bench_csv_row()s ("<key>@<load>", "<stat> B/A"). */
+static void print_pair_table(int li, const config *cfg)
+{
+    static const char *const names[] = {"mean", "p50", "p99", "p99.9"};
+
+    printf("\nLibrary B against A, paired (medians of the per-repetition ratios B/A; "
+           "min-max; repetitions in which B was lower):\n\n");
+    printf("| variant | mean B/A | p99 B/A | p99.9 B/A | B lower: mean, p99, p99.9 |\n");
+    printf("|---|---:|---:|---:|---:|\n");
+    for (enum variant v = V_RR; v <= V_SM_STEAL; v++) {
+        double med[S_P999 + 1], lo[S_P999 + 1], hi[S_P999 + 1];
+        int lower[S_P999 + 1];
+        char cas[64], metric[32];
+        if (!cfg->enabled[v] || !cfg->enabled[variant_twin(v)])
+            continue;
+        snprintf(cas, sizeof cas, "%s@%.2f", variants[v].key, cfg->loads[li]);
+        for (int st = S_MEAN; st <= S_P999; st++) {
+            med[st] = pair_ratio(li, v, (enum stat)st, cfg->reps, &lo[st], &hi[st], &lower[st]);
+            snprintf(metric, sizeof metric, "%s B/A", names[st]);
+            bench_csv_row("sojourn", cas, metric, "x", med[st], lo[st], hi[st], cfg->reps);
+        }
+        printf("| %s | %.3fx (%.2f-%.2f) | %.3fx (%.2f-%.2f) | %.3fx (%.2f-%.2f) "
+               "| %d, %d, %d of %d |\n", variants[v].label, med[S_MEAN], lo[S_MEAN], hi[S_MEAN],
+               med[S_P99], lo[S_P99], hi[S_P99], med[S_P999], lo[S_P999], hi[S_P999],
+               lower[S_MEAN], lower[S_P99], lower[S_P999], cfg->reps);
+    }
+}
+
 void print_load(int li, const config *cfg)
 {
     double load = cfg->loads[li], mg1, mg2;
@@ -129,6 +178,8 @@ void print_load(int li, const config *cfg)
     print_ratio_table(li, cfg);
     print_detail_table(li, cfg);
     print_sim_table(li, cfg);
+    if (cfg->lib_b)
+        print_pair_table(li, cfg);
     csv_load(li, cfg);
     fflush(stdout);
 }
@@ -166,7 +217,8 @@ void print_verdict(const config *cfg, const bench_placement *start, const bench_
                    const bench_wake_result *wake)
 {
     static const struct { enum variant v; double target; } cells[] = {
-        {V_SM_STEAL, TARGET_SM_STEAL}, {V_RR_STEAL, TARGET_RR_STEAL}};
+        {V_SM_STEAL, TARGET_SM_STEAL}, {V_RR_STEAL, TARGET_RR_STEAL},
+        {V_SM_STEAL_B, TARGET_SM_STEAL}, {V_RR_STEAL_B, TARGET_RR_STEAL}};
     int met = 0, missed = 0;
 
     printf("\nTargets (issue 18, target 4: the tail at every load), ratios to the central "
@@ -265,6 +317,13 @@ void write_json(const config *cfg, const bench_machine *mach,
     fprintf(f, "  \"jobs\": %zu, \"warmup\": %zu, \"reps\": %d, \"seed\": %llu,\n", cfg->jobs,
             cfg->warmup, cfg->reps, (unsigned long long)cfg->seed);
     fprintf(f, "  \"tbb_submit_policy\": \"%s\",\n", cfg->tbb_other ? "other" : "fifo");
+    if (cfg->lib_b) { /* the -b cells ran on lib_b, the others on lib_a */
+        fputs("  \"lib_a\": ", f);
+        bench_json_str(f, libs[0].file);
+        fputs(", \"lib_b\": ", f);
+        bench_json_str(f, libs[1].file);
+        fputs(",\n", f);
+    }
     fprintf(f, "  \"generator\": \"%s\", \"hooks\": %s, \"spin_us\": %lld,\n  \"cells\": [\n",
             gen_names[cfg->gen], cfg->hooks ? "true" : "false", (long long)(cfg->spin_ns / 1000));
     for (int li = 0; li < cfg->nloads; li++)

@@ -3,7 +3,8 @@
  * bench/sojourn_sched.c - rp-bench-sojourn's scheduler adapter: one interface (start,
  * submit, finish) over the schedulers under test - the central queue
  * (sojourn_central.c), a routepool pool of two routees with the variant's
- * strategy and stealing, or oneTBB's two-worker arena (peer_tbb.cpp).
+ * strategy and stealing (on library A or, for a variant's -b twin, B:
+ * sojourn_libs.c), or oneTBB's two-worker arena (peer_tbb.cpp).
  * Each job records the worker that ran it (tl_worker) before it runs.
  */
 #include <stdio.h>
@@ -11,9 +12,17 @@
 
 #include "sojourn.h"
 
-static void rp_job(rp_job_ctx *ctx, void *arg)
+/* One job function per library: a job's context belongs to the copy
+ * that runs it. */
+static void rp_job_a(rp_job_ctx *ctx, void *arg)
 {
-    tl_worker = rp_job_routee(ctx);
+    tl_worker = libs[0].job_routee(ctx);
+    run_job(arg);
+}
+
+static void rp_job_b(rp_job_ctx *ctx, void *arg)
+{
+    tl_worker = libs[1].job_routee(ctx);
     run_job(arg);
 }
 
@@ -38,9 +47,9 @@ static void tbb_start(sched *s, bool pin)
 }
 #endif
 
-static void die_rp(const char *what, int rc)
+static void die_rp(const rp_api *api, const char *what, int rc)
 {
-    fprintf(stderr, "rp-bench-sojourn: %s: %s (%s)\n", what, rp_strerror(rc), rp_errmsg());
+    fprintf(stderr, "rp-bench-sojourn: %s: %s (%s)\n", what, api->strerror_(rc), api->errmsg());
     exit(1);
 }
 
@@ -49,9 +58,12 @@ void sched_start(sched *s, const config *cfg, enum variant v, job **ring, uint64
     bool pin = cfg->pin;
 
     rp_pool_options o;
+    const rp_api *api = &libs[variant_is_b(v)];
     int rc;
 
     s->v = v;
+    s->api = api;
+    s->job_fn = variant_is_b(v) ? rp_job_b : rp_job_a;
     s->pool = NULL;
     if (v == V_CENTRAL) {
         if (central_start(&s->cq, ring, pin, (central_wake)cfg->central_wake) != 0) {
@@ -66,17 +78,18 @@ void sched_start(sched *s, const config *cfg, enum variant v, job **ring, uint64
         return;
     }
 #endif
-    rp_pool_options_init(&o);
+    v = variant_base(v);
+    api->options_init(&o);
     o.idle_spin_us = g_idle_spin_us;
     o.name = "soj";
     o.routees = ROUTEES;
     o.steal = v == V_RR_STEAL || v == V_SM_STEAL;
     o.pin_cpus = pin;
-    o.strategy = v == V_RANDOM ? rp_strategy_random(seed)
-                 : (v == V_SM || v == V_SM_STEAL) ? rp_strategy_smallest_mailbox()
-                                                  : rp_strategy_round_robin();
-    if ((rc = rp_pool_create(&s->pool, &o)) < 0)
-        die_rp("rp_pool_create", rc);
+    o.strategy = v == V_RANDOM ? api->random(seed)
+                 : (v == V_SM || v == V_SM_STEAL) ? api->smallest()
+                                                  : api->round_robin();
+    if ((rc = api->create(&s->pool, &o)) < 0)
+        die_rp(api, "rp_pool_create", rc);
 }
 
 void sched_submit(sched *s, job *j)
@@ -96,8 +109,8 @@ void sched_submit(sched *s, job *j)
         return;
     }
 #endif
-    if ((rc = rp_pool_submit(s->pool, rp_job, j)) < 0)
-        die_rp("rp_pool_submit", rc);
+    if ((rc = s->api->submit(s->pool, s->job_fn, j)) < 0)
+        die_rp(s->api, "rp_pool_submit", rc);
 }
 
 uint64_t sched_finish(sched *s)
@@ -117,13 +130,13 @@ uint64_t sched_finish(sched *s)
         return 0;
     }
 #endif
-    if ((rc = rp_pool_wait_idle(s->pool, -1)) < 0)
-        die_rp("rp_pool_wait_idle", rc);
-    for (size_t i = 0; i < rp_pool_size(s->pool); i++) {
+    if ((rc = s->api->wait_idle(s->pool, -1)) < 0)
+        die_rp(s->api, "rp_pool_wait_idle", rc);
+    for (size_t i = 0; i < s->api->size(s->pool); i++) {
         rp_routee_stats st;
-        if (rp_routee_stats_get(rp_pool_routee(s->pool, i), &st) == 0)
+        if (s->api->stats(s->api->routee(s->pool, i), &st) == 0)
             stole += st.stole;
     }
-    rp_pool_destroy(s->pool);
+    s->api->destroy(s->pool);
     return stole;
 }

@@ -88,8 +88,8 @@ static const char *const case_name[NCASES] = {
     "tell, round-robin, steal on (default)", "tell, round-robin, steal off",
     "batch of 64, round-robin, steal on", "tell, smallest-mailbox, steal on",
     "jobs that tell the next job from inside a job (8 chains), round-robin, steal on",
-    "jobs that tell the next job to their own routee (8 chains; a custom strategy names the "
-    "calling routee, unpinned), steal on"};
+    ("jobs that tell the next job to their own routee (8 chains; a custom strategy names the "
+     "calling routee, unpinned), steal on")};
 
 /* C_CHAIN, C_SELF: this many chains in flight; job i tells job i + CHAINS. */
 #define CHAINS 8

@@ -148,7 +148,12 @@ static void usage(FILE *f)
         "                    given override it) and print sim vs real mean\n"
         "                    and p99 with PASS/FAIL against 20%%, the medians over\n"
         "                    runs compared, and beside them the median over runs\n"
-        "                    of each run's sim/real (paired; --strict ignores it)\n"
+        "                    of each run's sim/real (paired; --strict ignores it).\n"
+        "                    A file with cells run again (rp-bench-sojourn --lib-b's\n"
+        "                    <variant>-b, central-again) also gets their pairs run by\n"
+        "                    run, raw and adjusted for each run's interruptions (see\n"
+        "                    bench/sim_validate.c); FILE,FILE,... validates each and\n"
+        "                    pools their pairs\n"
         "  --stalls on|off   with --validate: add each job's measured interruption\n"
         "                    (the file's \"stalls\": excess over 20 us) to its cost,\n"
         "                    and take it off the slowdown (default on; files from\n"
@@ -495,7 +500,22 @@ int main(int argc, char **argv)
     config cfg;
 
     parse_args(&cfg, argc, argv);
-    if (cfg.validate)
-        return sim_validate(cfg.validate, &cfg.model, cfg.slowdown_given, cfg.strict, cfg.replay);
+    if (cfg.validate) { /* FILE[,FILE...]: each validated, their pairs pooled */
+        char *list = strdup(cfg.validate), *save = NULL;
+        int rc = 0;
+        if (!list)
+            return 1;
+        for (char *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+            int r = sim_validate(p, &cfg.model, cfg.slowdown_given, cfg.strict, cfg.replay);
+            rc = r > rc ? r : rc;
+            if (r == 2)
+                break; /* a file that cannot be read: as a bad command line */
+            printf("\n");
+        }
+        if (rc != 2)
+            sim_validate_pooled();
+        free(list);
+        return rc;
+    }
     return run_table(&cfg);
 }

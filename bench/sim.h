@@ -132,5 +132,9 @@ typedef struct sim_replay {
  *  memory), 2 the file cannot be read as rp-bench-sojourn JSON. */
 int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool strict,
                  sim_replay replay);
+/** After several sim_validate() calls: the pairs of their files pooled
+ *  (cells run again, as --lib-b's twins; printed when two or more files
+ *  had pairs). */
+void sim_validate_pooled(void);
 
 #endif /* RP_BENCH_SIM_H */

@@ -19,6 +19,21 @@
  * once on a different run's dispatch delays (docs/simulator.md), never on
  * the file being validated.
  *
+ * A file with pairs - rp-bench-sojourn --lib-b's <variant>-b twins, and
+ * central-again, the central queue run twice - gets a table of them run by
+ * run, B over A (sojourn_libs.c): raw, and adjusted for what the VM did to
+ * each run, (real B / replay B) / (real A / replay A).  Every run's p99 and
+ * p99.9 follow the interruptions it happened to get (1-8 ms of them in a
+ * run here; two runs of one build differ by 0.2-5x); the replay of a run
+ * feeds the model that run's own interruptions, lateness and late
+ * wake-ups, so the adjusted ratio keeps what the model does not explain:
+ * what B's build does differently.  Both sides are replayed with A's
+ * per-job cost (its measured handover), so a change of that cost stays in
+ * the ratio too.  Measured in the fifteenth session (perf-history.md): over
+ * 27 null pairs per cell the adjusted ratio's spread (interquartile range
+ * of the log) was 2-7x smaller than the raw one's for the p99 and 2-5x
+ * for the p99.9.  Several files (--validate A,B,...) pool their pairs.
+ *
  * The JSON is read with strstr/strtod: only the keys sojourn_output.c
  * writes, in the order it writes them.  A file that does not look like that is
  * reported (exit 1), never a crash.
@@ -40,13 +55,19 @@
 typedef struct real_cell {
     double load;
     sim_router router;
+    char key[32]; /* the file's scheduler key */
+    /* The cell this one runs again (a -b twin on another build, or the
+     * central queue's second run), its index; -1 for the others. */
+    int base;
     double mean, p99, service, disp_mean, disp_p99;
     /* The measured handover (rp-bench-sojourn's handover_mean_us: a job's
      * start after the previous job's end on its worker, when it was
      * queued), us; -1 in files from before the tenth session. */
     double handover;
     double ideal_mean, ideal_p99;   /* the benchmark's zero-overhead simulation */
-    double run_p99[V_MAX_RUNS], run_mean[V_MAX_RUNS];
+    double run_p99[V_MAX_RUNS], run_mean[V_MAX_RUNS], run_p999[V_MAX_RUNS];
+    /* The replay of each run (simulate_cell). */
+    double sim_run[V_MAX_RUNS][3]; /* mean, p99, p99.9 */
     /* The run's measured interruptions ("stalls"), replayed as extra job
      * cost; and their share of the measured jobs' mean service time, us. */
     sim_extra *run_stalls[V_MAX_RUNS];
@@ -110,13 +131,22 @@ static bool num_after(const char *s, const char *end, const char *key, double *o
     return stop != p + strlen(pat) && isfinite(*out);
 }
 
-static int router_of(const char *key)
+/* The router of a scheduler key; *again: the key names a cell that runs
+ * another one again (<key>-b, central-again), whose key goes to *of. */
+static int router_of(const char *key, bool *again, char *of, size_t oflen)
 {
     static const char *const keys[] = {"central", "rr", "rr-steal", "random", "sm", "sm-steal"};
     static const sim_router rs[] = {SR_CENTRAL, SR_RR, SR_RR_STEAL, SR_RANDOM, SR_SM, SR_SM_STEAL};
+    size_t len = strlen(key);
 
+    *again = false;
+    if (!strcmp(key, "central-again"))
+        *again = true, len = strlen("central");
+    else if (len > 2 && !strcmp(key + len - 2, "-b"))
+        *again = true, len -= 2;
+    snprintf(of, oflen, "%.*s", (int)len, key);
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (!strcmp(key, keys[i]))
+        if (!strcmp(of, keys[i]))
             return (int)rs[i];
     return -1;
 }
@@ -198,6 +228,8 @@ static bool parse_runs(real_cell *c, const char *runs, const char *end, uint64_t
         if (!next || !num_after(p, next, "mean_us", &c->run_mean[c->nruns]) ||
             !num_after(p, next, "p99_us", &c->run_p99[c->nruns]))
             break;
+        if (!num_after(p, next, "p999_us", &c->run_p999[c->nruns]))
+            c->run_p999[c->nruns] = NAN;
         if (!parse_lists(c, c->nruns, p, next, warmup, jobs))
             return false;
         c->nruns++;
@@ -213,18 +245,21 @@ static bool parse_cell(real_cell *c, const char *s, const char *end, bool *skip,
 {
     const char *med = strstr(s, "\"median\":"), *sim = strstr(s, "\"simulated_median\":");
     const char *runs = strstr(s, "\"runs\":"), *sched = strstr(s, "\"scheduler\":");
-    char key[32];
+    char key[32], of[32];
+    bool again;
     int r;
 
     *skip = false;
     if (!med || !sim || !runs || !sched || runs > end || !num_after(s, end, "load", &c->load) ||
         sscanf(sched, "\"scheduler\": \"%31[^\"]\"", key) != 1)
         return false;
-    if ((r = router_of(key)) < 0) {
+    if ((r = router_of(key, &again, of, sizeof of)) < 0) {
         *skip = !strcmp(key, "tbb");
         return *skip;
     }
     c->router = (sim_router)r;
+    snprintf(c->key, sizeof c->key, "%s", key);
+    c->base = again ? -2 : -1; /* -2: parse_file() finds it */
     if (!num_after(med, sim, "mean_us", &c->mean) || !num_after(med, sim, "p99_us", &c->p99) ||
         !num_after(med, sim, "service_us", &c->service) ||
         !num_after(med, sim, "dispatch_mean_us", &c->disp_mean) ||
@@ -288,6 +323,23 @@ static int parse_file(real_file *f, const char *text, const char *path)
         fprintf(stderr, "rp-bench-sim: %s: no cells\n", path);
         return -1;
     }
+    for (int i = 0; i < f->ncells; i++) {
+        real_cell *c = &f->cells[i];
+        char of[32];
+        bool again;
+        if (c->base != -2)
+            continue;
+        router_of(c->key, &again, of, sizeof of);
+        for (int j = 0; j < f->ncells && c->base < 0; j++)
+            if (f->cells[j].base == -1 && fabs(f->cells[j].load - c->load) < 1e-9 &&
+                !strcmp(f->cells[j].key, of) && f->cells[j].nruns == c->nruns)
+                c->base = j;
+        if (c->base < 0) {
+            fprintf(stderr, "rp-bench-sim: %s: %s at load %.2f runs again a cell the file does "
+                    "not have (%s with as many runs)\n", path, c->key, c->load, of);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -303,7 +355,7 @@ static double slowdown_at(const real_file *f, double load, bool stalls)
         const real_cell *c = &f->cells[i];
         double svc = c->service;
 
-        if (fabs(c->load - load) > 1e-9 || svc <= 0)
+        if (fabs(c->load - load) > 1e-9 || svc <= 0 || c->base >= 0)
             continue;
         if (stalls) {
             double share[V_MAX_RUNS]; /* bench_median sorts: a copy */
@@ -356,7 +408,7 @@ typedef struct sim_figures {
 } sim_figures;
 
 /* The benchmark's protocol: reps runs of its workloads, medians. */
-static int simulate_cell(sim_figures *out, const real_file *f, int li, const real_cell *rc,
+static int simulate_cell(sim_figures *out, const real_file *f, int li, real_cell *rc,
                          const sim_model *m, sim_replay replay)
 {
     double means[V_MAX_RUNS], p99s[V_MAX_RUNS], disps[V_MAX_RUNS];
@@ -385,6 +437,11 @@ static int simulate_cell(sim_figures *out, const real_file *f, int li, const rea
             return -1;
         means[rep] = res.mean;
         p99s[rep] = res.p99;
+        if (rep < V_MAX_RUNS) {
+            rc->sim_run[rep][0] = res.mean;
+            rc->sim_run[rep][1] = res.p99;
+            rc->sim_run[rep][2] = res.p999;
+        }
         disps[rep] = res.disp_mean;
         if (rep < rc->nruns && rc->run_mean[rep] > 0 && rc->run_p99[rep] > 0) {
             rmean[npaired] = res.mean / rc->run_mean[rep];
@@ -411,20 +468,22 @@ static const char *verdict(double ratio, int *fails)
 enum { FAIL_MEAN, FAIL_P99, FAIL_PAIRED_MEAN, FAIL_PAIRED_P99, NFAILS };
 
 /* One row; returns -1 when the simulation ran out of memory. */
-static int validate_cell(const real_file *f, const real_cell *c, int li, const sim_model *base,
+static int validate_cell(const real_file *f, real_cell *c, int li, const sim_model *base,
                          bool slowdown_given, sim_replay replay, int *fails)
 {
     sim_model m = *base;
     sim_figures s;
     double lo = c->run_p99[0], hi = c->run_p99[0];
+    /* A cell run again is replayed with its first cell's per-job cost. */
+    double handover = c->base >= 0 ? f->cells[c->base].handover : c->handover;
 
     if (!slowdown_given)
         m.slowdown = slowdown_at(f, c->load, replay.stalls);
-    if (replay.handover && c->handover >= 0) {
+    if (replay.handover && handover >= 0) {
         if (c->router == SR_CENTRAL)
-            m.central_dispatch_ns = (int64_t)(c->handover * 1e3 + 0.5);
+            m.central_dispatch_ns = (int64_t)(handover * 1e3 + 0.5);
         else
-            m.dispatch_ns = (int64_t)(c->handover * 1e3 + 0.5);
+            m.dispatch_ns = (int64_t)(handover * 1e3 + 0.5);
     }
     if (simulate_cell(&s, f, li, c, &m, replay) < 0)
         return -1;
@@ -433,7 +492,7 @@ static int validate_cell(const real_file *f, const real_cell *c, int li, const s
         hi = c->run_p99[i] > hi ? c->run_p99[i] : hi;
     }
     printf("| %.2f | %s | %.1f | %.1f | %.2f | %s | %.1f | %.1f | %.0f-%.0f%s | %.2f | %s "
-           "| %.1f | %.1f / %.1f | %.2f %s / %.2f %s |\n", c->load, sim_router_key[c->router],
+           "| %.1f | %.1f / %.1f | %.2f %s / %.2f %s |\n", c->load, c->key,
            s.mean, c->mean, s.mean / c->mean, verdict(s.mean / c->mean, &fails[FAIL_MEAN]), s.p99,
            c->p99, lo, hi, hi > (1 + TOLERANCE) * lo ? " noisy" : "", s.p99 / c->p99,
            verdict(s.p99 / c->p99, &fails[FAIL_P99]), c->ideal_p99, s.disp, c->disp_mean,
@@ -441,6 +500,127 @@ static int validate_cell(const real_file *f, const real_cell *c, int li, const s
            verdict(s.paired_p99, &fails[FAIL_PAIRED_P99]));
     fflush(stdout);
     return 0;
+}
+
+/* ---- pairs: a cell run again against the cell it repeats ---- */
+
+#define V_MAX_PAIRS 4096
+enum { PQ_P99, PQ_P999, PQ_N };
+
+/* The pairs of one (load, key) over every file of the --validate list. */
+typedef struct pair_pool {
+    double load;
+    char key[32];
+    size_t n;
+    double raw[PQ_N][V_MAX_PAIRS], adj[PQ_N][V_MAX_PAIRS];
+} pair_pool;
+
+static pair_pool pair_pools[V_MAX_CELLS];
+static int n_pair_pools, pair_files;
+
+static pair_pool *pool_for(double load, const char *key)
+{
+    for (int i = 0; i < n_pair_pools; i++)
+        if (fabs(pair_pools[i].load - load) < 1e-9 && !strcmp(pair_pools[i].key, key))
+            return &pair_pools[i];
+    if (n_pair_pools == V_MAX_CELLS)
+        return NULL;
+    pair_pools[n_pair_pools] = (pair_pool){.load = load};
+    snprintf(pair_pools[n_pair_pools].key, sizeof pair_pools[n_pair_pools].key, "%s", key);
+    return &pair_pools[n_pair_pools++];
+}
+
+/* Append cell b's runs against its base a's to q (from q->n on). */
+static void add_pairs(pair_pool *q, const real_cell *b, const real_cell *a)
+{
+    for (int r = 0; r < b->nruns && q->n < V_MAX_PAIRS; r++) {
+        const double ra[PQ_N] = {a->run_p99[r], a->run_p999[r]};
+        const double rb[PQ_N] = {b->run_p99[r], b->run_p999[r]};
+        bool ok = true;
+        for (int k = 0; k < PQ_N; k++)
+            ok = ok && ra[k] > 0 && rb[k] > 0 && a->sim_run[r][1 + k] > 0 &&
+                 b->sim_run[r][1 + k] > 0; /* (false for NaN: older files have no p99.9) */
+        if (!ok)
+            continue;
+        for (int k = 0; k < PQ_N; k++) {
+            q->raw[k][q->n] = rb[k] / ra[k];
+            q->adj[k][q->n] = (rb[k] / b->sim_run[r][1 + k]) / (ra[k] / a->sim_run[r][1 + k]);
+        }
+        q->n++;
+    }
+}
+
+/* The p-quantile of v[0..n) (sorted in place). */
+static double quantile(double *v, size_t n, double p)
+{
+    bench_median(v, n); /* sorts */
+    return v[(size_t)(p * (double)(n - 1) + 0.5)];
+}
+
+static void print_pair_row(const pair_pool *q)
+{
+    double v[V_MAX_PAIRS];
+    printf("| %.2f | %s | %zu |", q->load, q->key, q->n);
+    for (int k = 0; k < PQ_N; k++) {
+        size_t lower = 0;
+        memcpy(v, q->raw[k], q->n * sizeof v[0]);
+        printf(" %.3fx |", bench_median(v, q->n));
+        memcpy(v, q->adj[k], q->n * sizeof v[0]);
+        for (size_t i = 0; i < q->n; i++)
+            lower += v[i] < 1;
+        printf(" **%.3fx** (%.2f-%.2f), %zu lower |", quantile(v, q->n, 0.5),
+               quantile(v, q->n, 0.25), quantile(v, q->n, 0.75), lower);
+    }
+    printf("\n");
+}
+
+static void print_pair_head(const char *what)
+{
+    printf("\n%s: each run of a cell run again (a -b twin, on another build; "
+           "central-again, the central queue's second run: the null) over the same "
+           "repetition's run of the cell it repeats.  raw: real over real; adjusted: "
+           "(real / replay) over (real / replay), each run's replay fed its own "
+           "interruptions, lateness and late wake-ups and the first cell's per-job cost.  "
+           "Medians of the runs' ratios; adjusted also its middle half (25-75 %%) and how "
+           "many runs were lower.\n\n", what);
+    printf("| load | cell | runs | p99 raw | p99 adjusted | p99.9 raw | p99.9 adjusted |\n"
+           "|---:|---|---:|---:|---|---:|---|\n");
+}
+
+/* This file's pairs (printed) into the pools. */
+static void file_pairs(const real_file *f)
+{
+    bool any = false;
+
+    for (int i = 0; i < f->ncells; i++) {
+        const real_cell *c = &f->cells[i];
+        pair_pool one = {.load = c->load}, *q;
+        if (c->base < 0)
+            continue;
+        if (!any)
+            print_pair_head("Pairs in this file");
+        any = true;
+        snprintf(one.key, sizeof one.key, "%s", c->key);
+        add_pairs(&one, c, &f->cells[c->base]);
+        if (one.n)
+            print_pair_row(&one);
+        if ((q = pool_for(c->load, c->key)))
+            add_pairs(q, c, &f->cells[c->base]);
+    }
+    pair_files += any;
+}
+
+void sim_validate_pooled(void)
+{
+    char what[80];
+
+    if (pair_files < 2)
+        return;
+    snprintf(what, sizeof what, "Pairs of the %d files pooled", pair_files);
+    print_pair_head(what);
+    for (int i = 0; i < n_pair_pools; i++)
+        if (pair_pools[i].n)
+            print_pair_row(&pair_pools[i]);
 }
 
 static void free_lists(real_file *f)
@@ -515,7 +695,7 @@ int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool
                 const real_cell *c = &f.cells[i];
                 if (fabs(c->load - f.loads[li]) > 1e-9)
                     continue;
-                printf("%s %s ", n++ ? "," : "", sim_router_key[c->router]);
+                printf("%s %s ", n++ ? "," : "", c->key);
                 if (c->handover >= 0)
                     printf("%.0f", c->handover * 1e3);
                 else /* unreadable in this cell: the profile's */
@@ -552,6 +732,8 @@ int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool
     printf("# paired, run by run (median of each run's sim/real): %d of %d means and %d of %d "
            "p99s within 20%%\n", f.ncells - fails[FAIL_PAIRED_MEAN], f.ncells,
            f.ncells - fails[FAIL_PAIRED_P99], f.ncells);
+    if (rc == 0)
+        file_pairs(&f);
     free_lists(&f);
     free(text);
     if (rc < 0)

@@ -67,6 +67,7 @@ const variant_name variants[V_COUNT] = {
     [V_SM] = {"sm", "smallest-mailbox"},
     [V_SM_STEAL] = {"sm-steal", "smallest-mailbox + steal"},
     [V_TBB] = {"tbb", "oneTBB task_group (its stealing)"},
+    [V_NULL] = {"central-again", "central queue, again (the null)"},
     [V_RR_B] = {"rr-b", "round-robin [B]"},
     [V_RR_STEAL_B] = {"rr-steal-b", "round-robin + steal [B]"},
     [V_RANDOM_B] = {"random-b", "random [B]"},
@@ -252,7 +253,7 @@ static void run_cell(int li, int r, enum variant v, const config *cfg, const wor
 
 static void run_load(int li, const config *cfg, workload *w, const buffers *b)
 {
-    const int nbase = V_TBB + 1; /* the variants before the -b twins */
+    const int nbase = V_NULL + 1; /* the variants before the -b twins */
 
     for (int r = 0; r < cfg->reps; r++) {
         uint64_t seed = cfg->seed * 1000003u + (uint64_t)li * 1009u + (uint64_t)r;

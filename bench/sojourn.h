@@ -50,9 +50,11 @@
 
 /* The pool variants V_RR..V_SM_STEAL run on library A; with --lib-b each
  * also has a twin on library B (V_RR_B..V_SM_STEAL_B, in the same order),
- * run on the same workload in the same repetition (sojourn_libs.c). */
+ * run on the same workload in the same repetition (sojourn_libs.c).
+ * V_NULL is the central queue run a second time: its ratio to the first
+ * is what the VM alone does to a ratio (the verdict prints it). */
 enum variant {
-    V_CENTRAL, V_RR, V_RR_STEAL, V_RANDOM, V_SM, V_SM_STEAL, V_TBB,
+    V_CENTRAL, V_RR, V_RR_STEAL, V_RANDOM, V_SM, V_SM_STEAL, V_TBB, V_NULL,
     V_RR_B, V_RR_STEAL_B, V_RANDOM_B, V_SM_B, V_SM_STEAL_B, V_COUNT
 };
 #define V_POOLS (V_SM_STEAL - V_RR + 1)
@@ -132,6 +134,7 @@ typedef struct config {
     int central_wake;   /* a central_wake */
     bool tbb_other;     /* --tbb-submit other: tbb's generators submit under SCHED_OTHER */
     const char *lib_a, *lib_b; /* --lib-a / --lib-b (file or build directory), or NULL */
+    bool no_null;       /* --no-null: the central queue runs once a repetition */
 } config;
 
 /* --idle-spin-us: the routepool pools' rp_pool_options.idle_spin_us. */

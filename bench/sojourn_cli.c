@@ -69,6 +69,10 @@ static void usage(FILE *f)
         "                    comparison.  Both builds need -Bsymbolic-functions (every\n"
         "                    build since the fifteenth session; see bench/sojourn_libs.c)\n"
         "  --lib-a PATH      with --lib-b: build A (default: the linked library)\n"
+        "  --no-null         run the central queue once a repetition, not twice (the\n"
+        "                    second run, 'central-again', is the null: its ratio to\n"
+        "                    the first is what the machine alone does to a ratio,\n"
+        "                    printed beside every verdict)\n"
         "  --help            this text\n"
         "Exit status: 0 ok, 1 runtime failure, 2 bad command line.\n", MAX_REPS,
         (unsigned)RP_IDLE_SPIN_US_MAX);
@@ -107,9 +111,9 @@ static void parse_variants(config *cfg, const char *s)
     cfg->enabled[V_CENTRAL] = true;
     for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         int v = 0;
-        while (v < V_RR_B && strcmp(t, variants[v].key) != 0)
+        while (v < V_NULL && strcmp(t, variants[v].key) != 0)
             v++;
-        if (v == V_RR_B) { /* (the -b twins follow --lib-b) */
+        if (v == V_NULL) { /* (the null follows --no-null, the -b twins --lib-b) */
             fprintf(stderr, "--variants: unknown '%s' (rr, rr-steal, random, sm, sm-steal, tbb)\n", t);
             exit(2);
         }
@@ -195,6 +199,8 @@ static void parse_one(config *cfg, int argc, char **argv, int *i, bool *warm_set
         cfg->lib_a = opt_value(argc, argv, i);
     else if (!strcmp(a, "--lib-b"))
         cfg->lib_b = opt_value(argc, argv, i);
+    else if (!strcmp(a, "--no-null"))
+        cfg->no_null = true;
     else {
         fprintf(stderr, "unknown option '%s' (see --help)\n", a);
         exit(2);
@@ -235,6 +241,7 @@ void parse_args(config *cfg, int argc, char **argv)
     }
     for (enum variant v = V_RR; v <= V_SM_STEAL; v++)
         cfg->enabled[variant_twin(v)] = cfg->lib_b && cfg->enabled[v];
+    cfg->enabled[V_NULL] = !cfg->no_null;
     if (cfg->dump_dir) { /* checked now, not after the first run */
         DIR *d = opendir(cfg->dump_dir); /* (enum stat hides struct stat here) */
         if (d)

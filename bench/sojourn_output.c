@@ -197,7 +197,12 @@ static int verdict_cell(int li, enum variant v, enum stat st, double target, con
            name, target, cfg->loads[li], r, lo, hi, r <= target ? "MET" : "NOT MET");
     if (r > target)
         printf(" (%.0f%% above)", 100 * (r / target - 1));
-    printf("; zero-overhead model %.2fx\n", ratio_of(simulated, li, v, cfg->reps, st, NULL, NULL));
+    printf("; zero-overhead model %.2fx", ratio_of(simulated, li, v, cfg->reps, st, NULL, NULL));
+    if (cfg->enabled[V_NULL]) {
+        double nlo, nhi, n = ratio_stat(li, V_NULL, cfg->reps, st, &nlo, &nhi);
+        printf("; the central queue against itself %.2fx (runs %.2f-%.2f)", n, nlo, nhi);
+    }
+    printf("\n");
     snprintf(cas, sizeof cas, "target 18.4: %s@%.2f", variants[v].key, cfg->loads[li]);
     snprintf(metric, sizeof metric, "%s ratio to central (target <= %.2f)", name, target);
     bench_csv_row("sojourn", cas, metric, "x", r, lo, hi, cfg->reps);
@@ -208,10 +213,12 @@ static int verdict_cell(int li, enum variant v, enum stat st, double target, con
  * Issue 18's target 4 at every load that ran: smallest-mailbox + steal
  * p99 and p99.9 <= TARGET_SM_STEAL x the central queue, round-robin +
  * steal <= TARGET_RR_STEAL x (medians of the per-run ratios).  With the
- * placement at the start and the end, and, under a target not met, what
- * this run measured of the machine's floor: the futex wake-up that a job
- * sent to a sleeping routee waits for (the central queue's workers sleep
- * on futexes too) and, per line, the policy's zero-overhead ratio.
+ * placement at the start and the end, and what this run measured of the
+ * machine's floor: per line the policy's zero-overhead ratio and the
+ * central queue's second run against its first (the same scheduler: how
+ * far from 1 the VM alone moved that ratio), and, under a target not
+ * met, the futex wake-up that a job sent to a sleeping routee waits for
+ * (the central queue's workers sleep on futexes too).
  */
 void print_verdict(const config *cfg, const bench_placement *start, const bench_placement *end,
                    const bench_wake_result *wake)

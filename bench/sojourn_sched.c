@@ -61,6 +61,8 @@ void sched_start(sched *s, const config *cfg, enum variant v, job **ring, uint64
     const rp_api *api = &libs[variant_is_b(v)];
     int rc;
 
+    if (v == V_NULL)
+        v = V_CENTRAL; /* the same scheduler, run again */
     s->v = v;
     s->api = api;
     s->job_fn = variant_is_b(v) ? rp_job_b : rp_job_a;

@@ -221,7 +221,7 @@ void simulate(double *st, enum variant v, const workload *w, const buffers *b,
     size_t m = w->n - warm;
     double sum = 0;
 
-    if (v == V_CENTRAL || v == V_TBB) /* tbb: no model; the work-conserving ideal */
+    if (v == V_CENTRAL || v == V_NULL || v == V_TBB) /* tbb: no model; the work-conserving ideal */
         sim_central(b->late, w); /* late[] is free between runs */
     else
         sim_pool(b->late, v, w, b, seed);

@@ -26,11 +26,12 @@
  * at a record of the same lane:
  *   - a stale dequeuer reads a reused record's next or job, but its head
  *     CAS carries the head generation and fails;
- *   - a stale enqueuer whose tail node was recycled links its entry after
- *     that node, which is the tail of, or about to be appended to, the
- *     same lane: the entry still lands in this lane.
- * The second point is why records must never migrate between lanes: one
- * reused in another lane would carry a stale enqueuer's job there.
+ *   - a stale enqueuer whose tail node was recycled fails its link CAS:
+ *     every life of a record starts its next at a generation of its own
+ *     ("Lives", below; until the fifteenth session it linked after the
+ *     recycled node, and a thief could then pass the tail).
+ * Records still never migrate between lanes: the stale reads above are
+ * safe because a stale pointer always points at a record of this lane.
  *
  * Magazines.  A freelist is a linked stack: taking a record reads the link
  * the freeing thread wrote into it, a cache miss per record that no
@@ -89,8 +90,9 @@
  * record's state lives in the generation of its next pointer, which ck
  * CASes as one 16-byte word with the pointer: bits 0-2 count ck's link
  * (+1, once a life), bit 3 is the seal, bits 4-7 the jobs, bits 8-15 the
- * producer index + 1 that may add to it (0: a record that does not grow,
- * as ck's own enqueue leaves it).  A tell joins (try_grow) when the lane's
+ * producer index + 1 that may add to it (0: a record that does not grow),
+ * bits 16-19 a sampled job, and bits 20 and up count the record's lives
+ * ("Lives", below).  A tell joins (try_grow) when the lane's
  * tail has no successor, carries this thread's index, is not sealed or
  * full, and the tell continues it (the same function, the next sequence
  * number of the mailbox, so the jobs come out in the order a record of
@@ -475,6 +477,46 @@ static void enqueue_chain(ck_fifo_mpmc_t *fifo, ck_fifo_mpmc_entry_t *first,
 #define GROW_SAMPLE_AT(i) ((uintptr_t)(i) << 16)
 _Static_assert(RP__LANE_BULK < 16 && RP__PRODUCERS < 255, "a growing record's tag");
 
+/*
+ * Lives.  Bits 20 and up of every record's next generation count its
+ * lives: each push starts the record's next at (NULL, its previous life's
+ * count + 1), where ck's enqueue starts every life at (NULL, 0).  A push
+ * links after the tail it read with a CAS of that tail's next, expecting
+ * (NULL, the generation it read); a producer descheduled between the read
+ * and the CAS (a VM stall, a SCHED_FIFO thread on its CPU) may find the
+ * record recycled and pushed again meanwhile - and with every life
+ * starting at the same generation its CAS succeeded, linking its job
+ * after a record that was not the lane's tail at all, possibly not yet in
+ * the lane.  The job still landed in the lane ("stale enqueuer", at the
+ * top), but "the push that linked a record's successor found the tail
+ * at that record" no longer held, and a thief's run that trusts it
+ * (ends_before_tail) could take that record while the tail still lagged
+ * before it: the head passed the tail, the tail's record was freed, and
+ * its next push linked it after itself - a loop every push and pop then
+ * spun in (seen in rp-bench-sojourn, fifteenth session: both generators
+ * and a routee in enqueue_chain, the tail's generation rising by millions a
+ * second on a record whose next was itself).  With the count, a CAS of
+ * an earlier life fails, as the generations of Michael and Scott's counted
+ * pointers never come back.  (44 bits: wraps after 10^13 lives of one
+ * record.)
+ */
+#define GROW_LIFE ((uintptr_t)1 << 20)
+_Static_assert(GROW_SAMPLE_AT(15) < GROW_LIFE, "a record's life count above its growth bits");
+
+/* Start a new life of rec, which is ours (taken from a freelist or
+ * magazine, not yet pushed): its next becomes (next, the next life's
+ * count with the growth bits given). */
+static void new_life(rp__lane_rec *rec, ck_fifo_mpmc_entry_t *next, uintptr_t growth)
+{
+    uintptr_t g = (uintptr_t)ck_pr_load_ptr(&rec->fifo.next.generation);
+
+    /* The generation first: no moment shows a NULL next with a generation
+     * a stale CAS could hold (either order is safe, this one plainly so). */
+    ck_pr_store_ptr(&rec->fifo.next.generation, (void *)((g & ~(GROW_LIFE - 1)) + GROW_LIFE + growth));
+    ck_pr_fence_store();
+    ck_pr_store_ptr(&rec->fifo.next.pointer, next);
+}
+
 /* The jobs a growing record may hold: one less with a sample's stamp. */
 static unsigned grow_cap(uintptr_t g)
 {
@@ -535,7 +577,7 @@ static bool growable(const rp__job *job)
 
 /* The jobs of a record whose next is `next` while more may join it (no
  * successor, not sealed, not full), else 0: a record of no producer
- * (ck's own enqueue leaves generation 0) says 0 too. */
+ * (no jobs counted in its generation) says 0 too. */
 static unsigned open_jobs(struct ck_fifo_mpmc_pointer next)
 {
     uintptr_t g = (uintptr_t)next.generation;
@@ -660,15 +702,12 @@ int rp__lane_push_mp(rp__lane *lane, const rp__job *job, bool grow)
         return RP_ENOMEM;
     fill(rec, job);
     rp__tsan_ignore_begin();
-    if (p >= 0) {
+    if (p >= 0)
         grow_holes(rec, stamp);
-        rec->fifo.value = NULL;
-        rec->fifo.next.pointer = NULL;
-        rec->fifo.next.generation =
-            (char *)(GROW_TAG((uintptr_t)p + 1) | (stamp ? GROW_SAMPLE_AT(1) : 0));
-        enqueue_chain(&lane->fifo, &rec->fifo, &rec->fifo);
-    } else
-        ck_fifo_mpmc_enqueue(&lane->fifo, &rec->fifo, NULL); /* no chain: no hint */
+    rec->fifo.value = NULL; /* no chain: no hint */
+    new_life(rec, NULL,
+             p >= 0 ? GROW_TAG((uintptr_t)p + 1) | (stamp ? GROW_SAMPLE_AT(1) : 0) : 0);
+    enqueue_chain(&lane->fifo, &rec->fifo, &rec->fifo);
     rp__tsan_ignore_end();
     return 0;
 }
@@ -776,8 +815,7 @@ static void link_chain(rp__lane *lane, rp__lane_rec *const *recs, size_t n)
     rp__tsan_ignore_begin();
     for (size_t i = 0; i < n; i++) {
         recs[i]->fifo.value = i + RP__LANE_AHEAD < n ? recs[i + RP__LANE_AHEAD] : NULL;
-        recs[i]->fifo.next.pointer = i + 1 < n ? &recs[i + 1]->fifo : NULL;
-        recs[i]->fifo.next.generation = 0;
+        new_life(recs[i], i + 1 < n ? &recs[i + 1]->fifo : NULL, 0);
     }
     enqueue_chain(&lane->fifo, &recs[0]->fifo, &recs[n - 1]->fifo);
     rp__tsan_ignore_end();

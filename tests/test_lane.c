@@ -417,6 +417,63 @@ Test(lane, a_thief_run_of_tells_never_passes_a_tail_that_lags_behind_a_chain)
 }
 
 /*
+ * "Lives" (lane.c): a producer descheduled between reading the tail and
+ * its link CAS holds the tail record's next as (NULL, generation).  Once
+ * that record was taken, recycled and pushed again - the tail once more,
+ * its next NULL once more - the stale CAS must fail: with every life
+ * starting at one generation it succeeded, linked a job after a record
+ * that need not be the tail, and a thief trusting "a successor was linked
+ * at the tail" then let the head pass the tail; the tail's record, freed
+ * and pushed again, was linked after itself (rp-bench-sojourn hung, both
+ * generators spinning in enqueue_chain).  Tells with and without growth.
+ */
+static void stale_link_fails(bool grow)
+{
+    rp__lane lane;
+    ck_fifo_mpmc_entry_t *rec, other;
+    struct ck_fifo_mpmc_pointer stale, update;
+    uint64_t seq = 0;
+    bool again = false;
+
+    lane_up(&lane);
+    {
+        rp__job tell = tell_job(seq++);
+        cr_assert_eq(rp__lane_push_mp(&lane, &tell, grow), 0);
+    }
+    rec = lane.fifo.tail.pointer; /* the stale producer's read */
+    stale.pointer = rec->next.pointer;
+    stale.generation = rec->next.generation;
+    cr_assert_null(stale.pointer);
+    /* Take and push until rec is the lane's tail again, in a later life. */
+    for (unsigned i = 0; i < 100000 && !again; i++) {
+        /* Sequence numbers 2 apart: no tell joins the record before it,
+         * so the tail is rec only when a push made a new life of it. */
+        rp__job out[8 + RP__LANE_BULK - 1], tell = tell_job(seq += 2);
+        cr_assert_eq(rp__lane_push_mp(&lane, &tell, grow), 0);
+        again = lane.fifo.tail.pointer == rec;
+        if (!again)
+            cr_assert_geq(rp__lane_steal(&lane, out, 8), 1);
+    }
+    cr_assert(again, "the record came back as the tail within 100000 pushes");
+    cr_assert_null(rec->next.pointer);
+    update.pointer = &other;
+    update.generation = (char *)stale.generation + 1;
+    cr_assert_not(ck_pr_cas_ptr_2(&rec->next, &stale, &update),
+                  "a link CAS of the record's earlier life succeeded on a later one");
+    lane_down(&lane);
+}
+
+Test(lane, a_stale_link_to_an_earlier_life_of_the_tail_record_fails)
+{
+    stale_link_fails(false);
+}
+
+Test(lane, a_stale_link_to_an_earlier_life_of_a_growing_tail_record_fails)
+{
+    stale_link_fails(true);
+}
+
+/*
  * Concurrent: a producer pushes bulks while the owner takes runs and a
  * thief steals; every job comes out exactly once, and each consumer sees
  * its jobs in sequence order.

@@ -164,6 +164,8 @@ static void print_pair_table(int li, const config *cfg)
                med[S_P99], lo[S_P99], hi[S_P99], med[S_P999], lo[S_P999], hi[S_P999],
                lower[S_MEAN], lower[S_P99], lower[S_P999], cfg->reps);
     }
+    printf("\nRaw ratios: a run's tail follows the interruptions it got.  With --json, "
+           "rp-bench-sim --validate FILE[,FILE...] adjusts each pair for them.\n");
 }
 
 void print_load(int li, const config *cfg)

@@ -509,10 +509,11 @@ _Static_assert(GROW_SAMPLE_AT(15) < GROW_LIFE, "a record's life count above its 
 static void new_life(rp__lane_rec *rec, ck_fifo_mpmc_entry_t *next, uintptr_t growth)
 {
     uintptr_t g = (uintptr_t)ck_pr_load_ptr(&rec->fifo.next.generation);
+    uintptr_t life = (g & ~(GROW_LIFE - 1)) + GROW_LIFE;
 
     /* The generation first: no moment shows a NULL next with a generation
      * a stale CAS could hold (either order is safe, this one plainly so). */
-    ck_pr_store_ptr(&rec->fifo.next.generation, (void *)((g & ~(GROW_LIFE - 1)) + GROW_LIFE + growth));
+    ck_pr_store_ptr(&rec->fifo.next.generation, (void *)(life + growth));
     ck_pr_fence_store();
     ck_pr_store_ptr(&rec->fifo.next.pointer, next);
 }

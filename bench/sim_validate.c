@@ -594,9 +594,12 @@ static void file_pairs(const real_file *f)
 
     for (int i = 0; i < f->ncells; i++) {
         const real_cell *c = &f->cells[i];
-        pair_pool one = {.load = c->load}, *q;
+        static pair_pool one; /* 128 KiB: not on the stack */
+        pair_pool *q;
         if (c->base < 0)
             continue;
+        one.load = c->load;
+        one.n = 0;
         if (!any)
             print_pair_head("Pairs in this file");
         any = true;

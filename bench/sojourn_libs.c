@@ -24,6 +24,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,26 +36,41 @@ rp_api libs[2];
 static void *handles[2];
 static char *files[2];
 
-static void linked(rp_api *a)
-{
-    *a = (rp_api){.version = rp_version, .strerror_ = rp_strerror, .errmsg = rp_errmsg,
-                  .options_init = rp_pool_options_init, .create = rp_pool_create,
-                  .submit = rp_pool_submit, .wait_idle = rp_pool_wait_idle,
-                  .destroy = rp_pool_destroy, .size = rp_pool_size, .routee = rp_pool_routee,
-                  .stats = rp_routee_stats_get, .job_routee = rp_job_routee,
-                  .round_robin = rp_strategy_round_robin, .random = rp_strategy_random,
-                  .smallest = rp_strategy_smallest_mailbox};
-}
+/* The functions of rp_api, by name. */
+static const struct {
+    const char *name;
+    size_t off;
+} api_syms[] = {
+    {"rp_version", offsetof(rp_api, version)},
+    {"rp_strerror", offsetof(rp_api, strerror_)},
+    {"rp_errmsg", offsetof(rp_api, errmsg)},
+    {"rp_pool_options_init", offsetof(rp_api, options_init)},
+    {"rp_pool_create", offsetof(rp_api, create)},
+    {"rp_pool_submit", offsetof(rp_api, submit)},
+    {"rp_pool_wait_idle", offsetof(rp_api, wait_idle)},
+    {"rp_pool_destroy", offsetof(rp_api, destroy)},
+    {"rp_pool_size", offsetof(rp_api, size)},
+    {"rp_pool_routee", offsetof(rp_api, routee)},
+    {"rp_routee_stats_get", offsetof(rp_api, stats)},
+    {"rp_job_routee", offsetof(rp_api, job_routee)},
+    {"rp_strategy_round_robin", offsetof(rp_api, round_robin)},
+    {"rp_strategy_random", offsetof(rp_api, random)},
+    {"rp_strategy_smallest_mailbox", offsetof(rp_api, smallest)},
+};
 
-static void *sym(void *dl, const char *file, const char *name)
+/* a's functions from dl (RTLD_DEFAULT: the linked library, the first
+ * definition in the process; the dlopen()ed copies are RTLD_LOCAL). */
+static void fill(rp_api *a, void *dl, const char *file)
 {
-    void *p = dlsym(dl, name);
-
-    if (!p) {
-        fprintf(stderr, "rp-bench-sojourn: %s has no %s\n", file, name);
-        exit(2);
+    for (size_t i = 0; i < sizeof api_syms / sizeof api_syms[0]; i++) {
+        void *p = dlsym(dl, api_syms[i].name);
+        if (!p) {
+            fprintf(stderr, "rp-bench-sojourn: %s has no %s\n", file, api_syms[i].name);
+            exit(2);
+        }
+        memcpy((char *)a + api_syms[i].off, &p, sizeof p);
     }
-    return p;
+    a->file = dl == RTLD_DEFAULT ? NULL : file;
 }
 
 /* Load file (its private copy when copy) as side k. */
@@ -85,22 +101,7 @@ static void load(int k, const char *file, bool copy)
         exit(2);
     }
     handles[k] = dl;
-    a->file = file;
-    *(void **)&a->version = sym(dl, file, "rp_version");
-    *(void **)&a->strerror_ = sym(dl, file, "rp_strerror");
-    *(void **)&a->errmsg = sym(dl, file, "rp_errmsg");
-    *(void **)&a->options_init = sym(dl, file, "rp_pool_options_init");
-    *(void **)&a->create = sym(dl, file, "rp_pool_create");
-    *(void **)&a->submit = sym(dl, file, "rp_pool_submit");
-    *(void **)&a->wait_idle = sym(dl, file, "rp_pool_wait_idle");
-    *(void **)&a->destroy = sym(dl, file, "rp_pool_destroy");
-    *(void **)&a->size = sym(dl, file, "rp_pool_size");
-    *(void **)&a->routee = sym(dl, file, "rp_pool_routee");
-    *(void **)&a->stats = sym(dl, file, "rp_routee_stats_get");
-    *(void **)&a->job_routee = sym(dl, file, "rp_job_routee");
-    *(void **)&a->round_robin = sym(dl, file, "rp_strategy_round_robin");
-    *(void **)&a->random = sym(dl, file, "rp_strategy_random");
-    *(void **)&a->smallest = sym(dl, file, "rp_strategy_smallest_mailbox");
+    fill(a, dl, file);
 }
 
 /* The file of the library this program is linked with. */
@@ -134,7 +135,7 @@ void libs_load(const config *cfg)
 {
     char *self;
 
-    linked(&libs[0]);
+    fill(&libs[0], RTLD_DEFAULT, "the linked library");
     libs[1] = libs[0];
     if (!cfg->lib_b)
         return;

@@ -328,11 +328,13 @@ Test(rescue, a_look_long_after_the_last_still_takes_an_older_job)
 }
 
 /* A routee that ran more than RP__OLDER_PACE jobs per RP__RESCUE_NS runs
- * tiny ones: no dating (10,000 jobs in the look's 20 us, or in a VM stall
- * of up to 6 ms between setting the look up and making it). */
+ * tiny ones: no dating.  10^9 jobs since the look 20 us back: still tiny
+ * after a stall of 10 minutes between setting the look up and making it
+ * (10,000 jobs were, and a stall of over 6 ms under ctest -j2 would have
+ * turned them into a pace the look dates). */
 Test(rescue, a_routee_running_tiny_jobs_keeps_its_older_job)
 {
-    one_look(2 * RP__OLDER_NS, 2 * RP__RESCUE_NS, 10000, false,
+    one_look(2 * RP__OLDER_NS, 2 * RP__RESCUE_NS, 1000000000, false,
              "a routee at a tiny pace was robbed");
 }
 

@@ -63,6 +63,8 @@ typedef struct sarg {
     int code[NR];
     gate *g; /* passed before acting, when set */
     bool wait_others[NR]; /* wait until every copy started before acting */
+    bool wait_resolved[NR]; /* wait until the test sets `resolved` */
+    atomic_int resolved;
     atomic_int started;
     int value[NR];
     atomic_int order; /* ACT_CHOP: copies started so far */
@@ -105,6 +107,8 @@ static void sjob(rp_job_ctx *ctx, void *p)
         gate_pass(a->g);
     if (a->wait_others[r])
         wait_atomic_ge(&a->started, NR, 5000);
+    if (a->wait_resolved[r])
+        wait_atomic_ge(&a->resolved, 1, 5000);
     switch (a->act[r]) {
     case ACT_REPLY:
         sleep_ms(a->delay_ms[r]);
@@ -1311,12 +1315,16 @@ Test(cancellation, loser_failing_after_resolution_gets_ecancelled,
     rp_pool *p = make_sg_pool(NR);
     rp_router *rt = make_sg(p, RP_SCATTER_TIMEOUT_MS, false);
     sarg a;
-    sarg_init(&a, ACT_FAIL, 0, 150, 150);
+    sarg_init(&a, ACT_FAIL, 0, 0, 0);
     a.act[0] = ACT_REPLY;
+    /* The losers fail only once the test saw the future resolved, not
+     * after a sleep a loaded machine can outlast. */
+    a.wait_resolved[1] = a.wait_resolved[2] = true;
 
     rp_future *f = ask(rt, &a);
     cr_assert_eq(rp_future_wait(f, 2000), 0);
     cr_assert_eq(rp_future_routee(f), 0);
+    atomic_store(&a.resolved, 1);
     cr_assert_eq(rp_pool_wait_idle(p, 5000), 0);
     cr_assert_eq(runs(&a), 3);
     cr_assert_eq(atomic_load(&a.rc[0]), 0);

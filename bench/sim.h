@@ -101,6 +101,10 @@ typedef struct sim_result {
     double mean, p50, p99, p999;
     double disp_mean, disp_p99;  /* dispatch delay, as rp-bench-sojourn defines it */
     double stolen_per_1000;
+    /* The rescue's looks, those only watching, rescues and age takes,
+     * per 1000 jobs (rp_routee_stats' looks, stale_looks, rescues and
+     * age_takes). */
+    double looks_per_1000, stale_per_1000, rescues_per_1000, age_takes_per_1000;
     double drift;                /* mean of the 2nd half of the measured jobs over the 1st, - 1 */
     double seconds;              /* wall time of the simulation */
 } sim_result;

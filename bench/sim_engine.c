@@ -200,6 +200,7 @@ typedef struct sim {
     double half_sum[2];  /* sojourn sums of the two halves of the measured jobs */
     uint64_t half_n[2];
     uint64_t stolen;
+    uint64_t looks, stale_looks, rescues, age_takes; /* rescue(), as rp_routee_stats */
     bool oom;
 } sim;
 
@@ -522,18 +523,22 @@ static bool rescue(sim *s, unsigned me, sjob *out, int64_t t)
     if (s->k < 2 || since < s->m->rescue_ns)
         return false;
     x->watch_t = t;
+    s->looks++;
+    s->stale_looks += since > 4 * s->m->rescue_ns;
     if (x->watch == me)
         x->watch = (me + 1) % s->k;
     v = &s->r[x->watch];
     if (sim_rescue_steals(since, s->m->rescue_ns, x->watch_had, v->q.n > 0,
                           v->done == x->watch_done)) {
         steal_from(s, me, x->watch, out, t, false);
+        s->rescues++;
         return true;
     }
     if (sim_older_steals(since, s->m->rescue_ns, v->done - x->watch_done, v->busy, v->q.n > 0,
                          v->q.n ? v->q.v[v->q.head].arr : 0, x->q.v[x->q.head].arr,
                          s->older_ns)) {
         steal_from(s, me, x->watch, out, t, true);
+        s->age_takes++;
         /* Still watched, from here: what it has left, if it stays stuck,
          * is the rescue's at the next look. */
         x->watch_done = v->done;
@@ -830,6 +835,10 @@ static void fill_result(sim_result *out, const sim *s, uint64_t jobs)
     out->disp_mean = s->disp.count ? s->disp.sum / (double)s->disp.count / 1e3 : 0;
     out->disp_p99 = h_pct(&s->disp, 0.99) / 1e3;
     out->stolen_per_1000 = jobs ? 1000.0 * (double)s->stolen / (double)jobs : 0;
+    out->looks_per_1000 = jobs ? 1000.0 * (double)s->looks / (double)jobs : 0;
+    out->stale_per_1000 = jobs ? 1000.0 * (double)s->stale_looks / (double)jobs : 0;
+    out->rescues_per_1000 = jobs ? 1000.0 * (double)s->rescues / (double)jobs : 0;
+    out->age_takes_per_1000 = jobs ? 1000.0 * (double)s->age_takes / (double)jobs : 0;
     if (s->half_n[0] && s->half_n[1] && s->half_sum[0] > 0)
         out->drift = (s->half_sum[1] / (double)s->half_n[1]) /
                      (s->half_sum[0] / (double)s->half_n[0]) - 1;

@@ -65,6 +65,10 @@ typedef struct real_cell {
      * queued), us; -1 in files from before the tenth session. */
     double handover;
     double ideal_mean, ideal_p99;   /* the benchmark's zero-overhead simulation */
+    /* Per 1000 jobs, medians over the runs: stolen, the rescue's looks,
+     * those that only watched, rescues, age takes (LK_*), measured (NaN
+     * in files from before the sixteenth session) and replayed. */
+    double looks[5], sim_looks[5];
     double run_p99[V_MAX_RUNS], run_mean[V_MAX_RUNS], run_p999[V_MAX_RUNS];
     /* The replay of each run (simulate_cell). */
     double sim_run[V_MAX_RUNS][3]; /* mean, p99, p99.9 */
@@ -267,6 +271,12 @@ static bool parse_cell(real_cell *c, const char *s, const char *end, bool *skip,
         !num_after(sim, runs, "mean_us", &c->ideal_mean) ||
         !num_after(sim, runs, "p99_us", &c->ideal_p99))
         return false;
+    static const char *const look_keys[5] = {"stolen_per_1000", "looks_per_1000",
+                                             "stale_looks_per_1000", "rescues_per_1000",
+                                             "age_takes_per_1000"};
+    for (int k = 0; k < 5; k++)
+        if (!num_after(med, sim, look_keys[k], &c->looks[k]) || c->looks[k] < 0)
+            c->looks[k] = NAN;
     if (!num_after(med, sim, "handover_mean_us", &c->handover) || !(c->handover >= 0) ||
         c->handover > 1000)
         c->handover = -1; /* an older file, or not a number we can use */
@@ -413,6 +423,7 @@ static int simulate_cell(sim_figures *out, const real_file *f, int li, real_cell
 {
     double means[V_MAX_RUNS], p99s[V_MAX_RUNS], disps[V_MAX_RUNS];
     double rmean[V_MAX_RUNS], rp99[V_MAX_RUNS];
+    double looks[5][V_MAX_RUNS];
     size_t npaired = 0;
 
     for (int rep = 0; rep < f->reps; rep++) {
@@ -443,6 +454,11 @@ static int simulate_cell(sim_figures *out, const real_file *f, int li, real_cell
             rc->sim_run[rep][2] = res.p999;
         }
         disps[rep] = res.disp_mean;
+        looks[0][rep] = res.stolen_per_1000;
+        looks[1][rep] = res.looks_per_1000;
+        looks[2][rep] = res.stale_per_1000;
+        looks[3][rep] = res.rescues_per_1000;
+        looks[4][rep] = res.age_takes_per_1000;
         if (rep < rc->nruns && rc->run_mean[rep] > 0 && rc->run_p99[rep] > 0) {
             rmean[npaired] = res.mean / rc->run_mean[rep];
             rp99[npaired++] = res.p99 / rc->run_p99[rep];
@@ -451,6 +467,8 @@ static int simulate_cell(sim_figures *out, const real_file *f, int li, real_cell
     out->mean = bench_median(means, (size_t)f->reps);
     out->p99 = bench_median(p99s, (size_t)f->reps);
     out->disp = bench_median(disps, (size_t)f->reps);
+    for (int k = 0; k < 5; k++)
+        rc->sim_looks[k] = bench_median(looks[k], (size_t)f->reps);
     out->paired_mean = npaired ? bench_median(rmean, npaired) : NAN;
     out->paired_p99 = npaired ? bench_median(rp99, npaired) : NAN;
     return 0;
@@ -500,6 +518,30 @@ static int validate_cell(const real_file *f, real_cell *c, int li, const sim_mod
            verdict(s.paired_p99, &fails[FAIL_PAIRED_P99]));
     fflush(stdout);
     return 0;
+}
+
+/* The pools with stealing: what their routees counted against what the
+ * replays of the same runs count (a lower count of rescues measured than
+ * replayed says the pool's looks see less than the model's). */
+static void print_looks(const real_file *f)
+{
+    int n = 0;
+
+    for (int i = 0; i < f->ncells; i++) {
+        const real_cell *c = &f->cells[i];
+        if ((c->router != SR_RR_STEAL && c->router != SR_SM_STEAL) || !isfinite(c->looks[1]))
+            continue;
+        if (!n++)
+            printf("\nPer 1000 jobs, measured / replayed (medians over the runs): stolen, "
+                   "the rescue's looks, of them those that only watched (more than 4 "
+                   "RP__RESCUE_NS after the last), rescues, age takes:\n\n"
+                   "| load | router | stolen | looks | watching only | rescues | age takes |\n"
+                   "|---:|---|---:|---:|---:|---:|---:|\n");
+        printf("| %.2f | %s |", c->load, c->key);
+        for (int k = 0; k < 5; k++)
+            printf(" %.1f / %.1f |", c->looks[k], c->sim_looks[k]);
+        printf("\n");
+    }
 }
 
 /* ---- pairs: a cell run again against the cell it repeats ---- */
@@ -735,6 +777,8 @@ int sim_validate(const char *path, const sim_model *m, bool slowdown_given, bool
     printf("# paired, run by run (median of each run's sim/real): %d of %d means and %d of %d "
            "p99s within 20%%\n", f.ncells - fails[FAIL_PAIRED_MEAN], f.ncells,
            f.ncells - fails[FAIL_PAIRED_P99], f.ncells);
+    if (rc == 0)
+        print_looks(&f);
     if (rc == 0)
         file_pairs(&f);
     free_lists(&f);

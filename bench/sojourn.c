@@ -150,6 +150,7 @@ static int64_t run_one(double *st, const config *cfg, enum variant v,
                        const workload *w, const buffers *b, uint64_t seed)
 {
     sched s;
+    sched_counts counts;
     int64_t t0, cpu, gen_end;
 
     sched_start(&s, cfg, v, b->queue, seed);
@@ -166,7 +167,12 @@ static int64_t run_one(double *st, const config *cfg, enum variant v,
     atomic_init(&feed.by_routee, 0);
     cpu = generate_all(cfg);
     gen_end = bench_now_ns();
-    st[S_STEAL] = (double)sched_finish(&s) * 1000.0 / (double)w->n;
+    counts = sched_finish(&s);
+    st[S_STEAL] = (double)counts.stole * 1000.0 / (double)w->n;
+    st[S_LOOKS] = (double)counts.looks * 1000.0 / (double)w->n;
+    st[S_STALE] = (double)counts.stale_looks * 1000.0 / (double)w->n;
+    st[S_RESCUE] = (double)counts.rescues * 1000.0 / (double)w->n;
+    st[S_AGE] = (double)counts.age_takes * 1000.0 / (double)w->n;
     run_stats(st, cfg, w, b, t0);
     st[S_GENCPU] = (double)cpu / (double)(gen_end - t0);
     st[S_HOOK] = (double)atomic_load(&feed.by_routee) / (double)w->n;

@@ -99,6 +99,9 @@ enum stat {
                                    * --time-submits only, else 0 */
     S_HAND0, S_HAND1,             /* handover p50, ns: gaps in which the worker
                                    * submitted nothing / at least one arrival */
+    S_LOOKS, S_STALE,             /* the rescue's looks per 1000 jobs, and those
+                                   * that only watched (rp_routee_stats) */
+    S_RESCUE, S_AGE,              /* rescues and age takes per 1000 jobs */
     NSTAT
 };
 
@@ -301,8 +304,14 @@ typedef struct sched {
 
 void sched_start(sched *s, const config *cfg, enum variant v, job **ring, uint64_t seed);
 void sched_submit(sched *s, job *j);
-/* Wait for every job, then stop; returns the number of stolen jobs. */
-uint64_t sched_finish(sched *s);
+/* What a pool's routees counted over a run (rp_routee_stats, summed); 0
+ * for the central queue and oneTBB. */
+typedef struct sched_counts {
+    uint64_t stole, looks, stale_looks, rescues, age_takes;
+} sched_counts;
+
+/* Wait for every job, then stop; returns what the routees counted. */
+sched_counts sched_finish(sched *s);
 
 /* ---- arrivals (sojourn_arrivals.c) ---- */
 

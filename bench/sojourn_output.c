@@ -17,7 +17,8 @@ static const char *const stat_keys[NSTAT] = {
     "hook_share", "stall_permille", "stall_max_us", "foreign_cpu",
     "dispatch_mean_us", "dispatch_p99_us", "handover_mean_us", "idle_with_work_share",
     "routee_submit_mean_ns", "routee_submit_p90_ns", "handover_nosubmit_p50_ns",
-    "handover_submit_p50_ns"};
+    "handover_submit_p50_ns", "looks_per_1000", "stale_looks_per_1000", "rescues_per_1000",
+    "age_takes_per_1000"};
 
 static void print_ratio_table(int li, const config *cfg)
 {
@@ -46,9 +47,10 @@ static void print_detail_table(int li, const config *cfg)
            "| dispatch mean/p99 us | handover us | handover p50 ns, no submit / a submit "
            "| idle with work waiting "
            "| routee submit mean/p90 ns | stalls permille / max us | late p50/p99 us | gen CPU "
-           "| by routees | stolen/1k | others' CPU | runs redone |\n");
+           "| by routees | stolen/1k | looks/1k, stale / rescues / age takes "
+           "| others' CPU | runs redone |\n");
     printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:"
-           "|---:|---:|\n");
+           "|---:|---:|---:|\n");
     for (int v = 0; v < V_COUNT; v++) {
         double m[NSTAT];
         if (!cfg->enabled[v])
@@ -59,12 +61,14 @@ static void print_detail_table(int li, const config *cfg)
         if (cfg->time_submits && m[S_SUBR] > 0)
             snprintf(sub, sizeof sub, "%.0f / %.0f", m[S_SUBR], m[S_SUBR90]);
         printf("| %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.1f / %.1f | %.3f | %.0f / %.0f "
-               "| %.2f%% | %s | %.1f / %.0f | %.1f / %.1f | %.0f%% | %.0f%% | %.1f | %.1f%% | %d |\n",
+               "| %.2f%% | %s | %.1f / %.0f | %.1f / %.1f | %.0f%% | %.0f%% | %.1f "
+               "| %.0f, %.0f / %.1f / %.1f | %.1f%% | %d |\n",
                variants[v].label, m[S_MEAN], m[S_P50], m[S_P99], m[S_P999], m[S_SVC], m[S_UTIL],
                m[S_DISP], m[S_DISP99], m[S_HAND], m[S_HAND0], m[S_HAND1], 100 * m[S_IDLEW], sub,
                m[S_STALL],
                m[S_STALLMAX], m[S_LATE50], m[S_LATE99],
-               100 * m[S_GENCPU], 100 * m[S_HOOK], m[S_STEAL], 100 * m[S_FOREIGN],
+               100 * m[S_GENCPU], 100 * m[S_HOOK], m[S_STEAL], m[S_LOOKS], m[S_STALE],
+               m[S_RESCUE], m[S_AGE], 100 * m[S_FOREIGN],
                redone[li][v]);
     }
 }

@@ -115,30 +115,36 @@ void sched_submit(sched *s, job *j)
         die_rp(s->api, "rp_pool_submit", rc);
 }
 
-uint64_t sched_finish(sched *s)
+sched_counts sched_finish(sched *s)
 {
-    uint64_t stole = 0;
+    sched_counts n = {0};
     int rc;
 
     if (s->v == V_CENTRAL) {
         central_wait_idle(&s->cq);
         central_stop(&s->cq);
-        return 0;
+        return n;
     }
 #ifdef RP_BENCH_HAVE_TBB
     if (s->v == V_TBB) { /* the waiter runs no job: it waits outside the arena */
         peer_tbb_wait(s->tbb);
         peer_tbb_destroy(s->tbb);
-        return 0;
+        return n;
     }
 #endif
     if ((rc = s->api->wait_idle(s->pool, -1)) < 0)
         die_rp(s->api, "rp_pool_wait_idle", rc);
     for (size_t i = 0; i < s->api->size(s->pool); i++) {
-        rp_routee_stats st;
-        if (s->api->stats(s->api->routee(s->pool, i), &st) == 0)
-            stole += st.stole;
+        /* Zeroed: a library B built before a field existed leaves it. */
+        rp_routee_stats st = {0};
+        if (s->api->stats(s->api->routee(s->pool, i), &st) == 0) {
+            n.stole += st.stole;
+            n.looks += st.looks;
+            n.stale_looks += st.stale_looks;
+            n.rescues += st.rescues;
+            n.age_takes += st.age_takes;
+        }
     }
     s->api->destroy(s->pool);
-    return stole;
+    return n;
 }

@@ -215,6 +215,8 @@ static int init_routees(rp_pool *pool, const rp_pool_options *o)
         atomic_init(&r->rerouted, 0);
         atomic_init(&r->rescues, 0);
         atomic_init(&r->olders, 0);
+        atomic_init(&r->looks, 0);
+        atomic_init(&r->stale_looks, 0);
         atomic_init(&r->mark_n, 0); /* no marks yet: nothing to date */
         r->watch_left = r->watch_every = 1;
         r->spin_ns = pool->spin_ns;

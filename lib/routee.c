@@ -173,6 +173,10 @@ int rp_routee_stats_get(const rp_routee *r, rp_routee_stats *out)
     out->rerouted = atomic_load_explicit(&r->rerouted, memory_order_relaxed);
     out->expired = atomic_load_explicit(&r->mb.expired, memory_order_relaxed);
     out->sleeps = atomic_load_explicit(&r->sleeps, memory_order_relaxed);
+    out->looks = atomic_load_explicit(&r->looks, memory_order_relaxed);
+    out->stale_looks = atomic_load_explicit(&r->stale_looks, memory_order_relaxed);
+    out->rescues = atomic_load_explicit(&r->rescues, memory_order_relaxed);
+    out->age_takes = atomic_load_explicit(&r->olders, memory_order_relaxed);
     out->records = rp__lane_records(&r->mb.pinned) + rp__lane_records(&r->mb.stealable);
     return 0;
 }

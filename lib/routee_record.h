@@ -71,6 +71,11 @@ struct rp_routee {
     /* Steals of the age look (steal.c, "The age look").  Owner-only
      * writes; read by tests. */
     _Atomic uint64_t olders;
+    /* Looks of the rescue at another routee (steal.c, rp__steal_rescue),
+     * and those of them that came more than 4 RP__RESCUE_NS after the
+     * last and only watched.  Owner-only writes. */
+    _Atomic uint64_t looks;
+    _Atomic uint64_t stale_looks;
     /* Odd while the routee sleeps (or trims its own lanes while asleep),
      * even while it may touch other routees' lanes: a trim's proof that
      * no thief is inside its lanes (lane.c, "Trimming").  Owner-only

@@ -503,6 +503,9 @@ bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out)
     if (since < RP__RESCUE_NS)
         return false;
     r->watch_at = now;
+    rp__owner_add(&r->looks, 1);
+    if (since > 4 * RP__RESCUE_NS)
+        rp__owner_add(&r->stale_looks, 1);
     if (v) {
         vrun = atomic_load_explicit(&v->run, memory_order_relaxed);
         if (since <= 4 * RP__RESCUE_NS && r->watch_had && vrun == r->watch_run &&

@@ -94,6 +94,14 @@ Test(rescue, a_busy_routee_takes_the_queue_of_a_routee_stuck_in_a_job)
     cr_assert_eq(atomic_load(&ran_on_1), 6);
     cr_assert_geq(atomic_load(&pool->routees[1].rescues), 1);
     cr_assert_eq(atomic_load(&pool->routees[1].sleeps), sleeps, "routee 1 went idle");
+    /* The public counters say the same: every job routee 1 took from
+     * routee 0 came by a rescue of one of its looks. */
+    rp_routee_stats st;
+    cr_assert_eq(rp_routee_stats_get(r1, &st), 0);
+    cr_assert_eq(st.rescues, atomic_load(&pool->routees[1].rescues));
+    cr_assert_geq(st.looks, st.rescues + 1, "the first look only watched");
+    cr_assert_eq(st.stole, 6);
+    cr_assert_eq(st.age_takes, 0, "no job of routee 0 is dated: it made no mark since");
     atomic_store(&chain_stop, true);
     gate_open(&g0);
     cr_assert_eq(rp_pool_wait_idle(pool, 10000), 0, "%s", rp_errmsg());
@@ -209,6 +217,9 @@ static void no_rescue(int64_t ago, bool had, int64_t run_delta, const char *why)
     looked(r1, ago, had, run0 + (uint64_t)run_delta);
     cr_assert_not(rp__steal_rescue(r1, &searching, &job), "%s", why);
     cr_assert_eq(atomic_load(&r1->rescues), 0);
+    if (ago > 4 * RP__RESCUE_NS)
+        cr_assert_geq(atomic_load(&r1->stale_looks), 1, "a look %lld ns after the last is stale",
+                      (long long)ago);
     cr_assert_eq(rp__mailbox_depth(&pool->routees[0].mb), 4);
     cr_assert_eq(r1->watch, &pool->routees[0]);
     cr_assert_eq(r1->watch_run, run0);
@@ -290,6 +301,11 @@ Test(rescue, a_busy_routee_takes_a_job_older_than_its_own_by_the_margin)
               "a job RP__OLDER_NS older than ours stayed");
     cr_assert_eq(atomic_load(&r1->olders), 1);
     cr_assert_eq(atomic_load(&r1->stole), 1, "the age look takes one job");
+    rp_routee_stats st;
+    cr_assert_eq(rp_routee_stats_get(r1, &st), 0);
+    cr_assert_eq(st.age_takes, 1);
+    cr_assert_eq(st.rescues, 0);
+    cr_assert_geq(st.looks, 1);
     cr_assert_eq(rp__mailbox_depth(&pool->routees[0].mb), 3);
     /* Routee 0 is still watched, from here: the rescue's if it stays
      * stuck with the work it has left. */

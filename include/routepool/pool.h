@@ -450,6 +450,21 @@ typedef struct rp_routee_stats {
                                total): queued, free and in magazines; an
                                idle routee trims them to twice
                                rp_pool_options.record_reserve, in slabs */
+    /* With stealing on, a routee busy with work of its own looks at one
+     * other routee's queue every ~10 us (docs/design.md, "The rescue"):
+     * these count what those looks did.  0 with stealing off. */
+    uint64_t looks;       /**< looks at another routee's queue */
+    uint64_t stale_looks; /**< of them, looks so long after the previous
+                               one (a long job or a sleep between) that
+                               they could only watch */
+    uint64_t rescues;     /**< looks that stole work queued behind a
+                               routee that finished no job since the look
+                               before (each moves up to half its queue;
+                               the jobs count in stole) */
+    uint64_t age_takes;   /**< looks that took the watched routee's oldest
+                               job for being older than ours by the age
+                               look's margin (design.md, "The age look";
+                               the job counts in stole) */
 } rp_routee_stats;
 
 /**

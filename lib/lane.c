@@ -468,6 +468,7 @@ static void enqueue_chain(ck_fifo_mpmc_t *fifo, ck_fifo_mpmc_entry_t *first,
  * producer index + 1 that may add to it, and the sampled job's index + 1
  * (0: none; its stamp is in the record's last slot, so such a record
  * holds one job less). */
+#define GROW_LINKS ((uintptr_t)7)
 #define GROW_SEALED ((uintptr_t)8)
 #define GROW_ONE ((uintptr_t)16)
 #define GROW_JOBS(g) ((unsigned)((g) >> 4) & 0xfu)
@@ -1053,17 +1054,26 @@ static rp__lane_rec *ahead_of(rp__lane_rec *rec)
 
 /*
  * Whether a thief may end its run at rec without reading the tail ("The
- * tail line", at the top): rec was linked by a push of its own (a tell;
- * only batches link several records with one CAS, and they are marked
- * RP__JOB_BATCH), and a record follows it.  The push that linked that
- * record found the tail at rec (ck links only after the tail), and the
- * tail only moves forward, so a head moved to rec is not past the tail.
- * Racy reads, like the copy's: kept only if the head CAS succeeds.
+ * tail line", at the top): a record follows rec, linked by a push at the
+ * tail in rec's current life - ck's link CAS counts it in bits 0-2 of
+ * rec's next generation (GROW_LINKS), which a new life clears.  The push
+ * that linked it found the tail at rec (ck links only after the tail),
+ * and the tail only moves forward, so a head moved to rec is not past the
+ * tail.  A chain (rp__lane_push_n: a batch, or the tells a thief gives
+ * back, rp__mailbox_requeue) links its records to each other before it
+ * links the chain, with no count: until the tail swings the tail lags
+ * behind the whole chain, so those links prove nothing.  (Until the
+ * sixteenth session this asked "not RP__JOB_BATCH" instead, and a
+ * requeued chain of tells let a thief's head pass the tail: test_lane,
+ * "a thief never passes a tail that lags behind a chain of tells".)
+ * Racy reads, like the copy's: kept only if the head CAS succeeds (no
+ * dequeue meanwhile, so rec was in this life throughout).
  */
 static bool ends_before_tail(rp__lane_rec *rec)
 {
-    return !(ck_pr_load_32(&rec->flags) & RP__JOB_BATCH) &&
-           ck_pr_load_ptr(&rec->fifo.next.pointer) != NULL;
+    struct ck_fifo_mpmc_pointer next = load_tagged(&rec->fifo.next);
+
+    return ((uintptr_t)next.generation & GROW_LINKS) != 0 && next.pointer != NULL;
 }
 
 /* Whether the job after prev may join prev's run (owner runs). */

@@ -417,6 +417,39 @@ Test(lane, a_thief_run_of_tells_never_passes_a_tail_that_lags_behind_a_chain)
 }
 
 /*
+ * The same with a chain of tells: what a thief that stole a grown record
+ * puts back on its own lane (rp__mailbox_requeue: rp__lane_push_n of
+ * tells, not marked RP__JOB_BATCH).  Its records are linked to each
+ * other before the chain is, so a successor proves nothing about the
+ * tail: a thief that trusted the first one (it did: its flags said "a
+ * tell") took it from an empty stub that was still the tail, the head
+ * passed the tail, and the stub, freed and pushed again, was linked after
+ * itself (rp-bench-sojourn hung again, sixteenth session, with both
+ * generators in enqueue_chain).  On an empty lane, the tail not yet
+ * swung: the thief forwards it one record at a time and takes the chain.
+ */
+Test(lane, a_thief_never_passes_a_tail_that_lags_behind_a_chain_of_tells)
+{
+    rp__lane lane;
+    rp__job jobs[3];
+    ck_fifo_mpmc_entry_t *stub;
+
+    lane_up(&lane);
+    for (unsigned i = 0; i < 3; i++)
+        jobs[i] = tell_job(i);
+    cr_assert_eq(rp__lane_push_n(&lane, jobs, 3, false), 3);
+    lag_tail(&lane, 0); /* at the stub: the chain linked, the tail not swung */
+    stub = lane.fifo.head.pointer;
+    assert_steal_seqs(&lane, 1, 0);
+    cr_assert_neq(lane.fifo.tail.pointer, stub,
+                  "the head passed the tail: the stub it left is still the tail");
+    assert_steal_seqs(&lane, 1, 1);
+    assert_steal_seqs(&lane, 1, 2);
+    assert_steal_seqs(&lane, 0, 3);
+    lane_down(&lane);
+}
+
+/*
  * "Lives" (lane.c): a producer descheduled between reading the tail and
  * its link CAS holds the tail record's next as (NULL, generation).  Once
  * that record was taken, recycled and pushed again - the tail once more,

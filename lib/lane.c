@@ -135,14 +135,15 @@
  * nobody else dequeued, so that node is still queued and after the head,
  * the real tail is at or after it, and the head is not the tail: the
  * owner walks up to seen_tail without reading the tail line.  A thief
- * does not read it either when every record it takes was pushed alone (a
- * tell) and has a successor (ends_before_tail): the push that linked the
- * successor found the tail at that record (ck links only after the tail),
- * and the tail only moves forward, so the head the thief leaves is not
- * past it.  A batch links its whole chain with one CAS, and the tail lags
- * behind the chain until it swings, so a batch record gives no such proof:
- * a run that gets to one, or to the lane's last record, reads the tail
- * then and goes on as before.
+ * does not read it either when every record it takes has a successor
+ * linked at the tail in its current life (ends_before_tail): the push
+ * that linked it found the tail at that record (ck links only after the
+ * tail), and the tail only moves forward, so the head the thief leaves is
+ * not past it.  A chain (a batch, or the tells a thief gives back) links
+ * its records to each other before one CAS links it, and the tail lags
+ * behind the chain until it swings, so a chain's links give no such
+ * proof: a run that gets to such a record, or to the lane's last, reads
+ * the tail then and goes on as before.
  * Evicting producers always read it.  (Measured on 2 vCPUs, a submitter
  * beside one routee and the other stealing its jobs: tells 0.96x near,
  * 0.91x far; perf-history.md, "2026-12-06, third session".)

@@ -127,6 +127,9 @@ static void usage(FILE *f)
         "                    jobs queued at the last look, still has, and finished none\n"
         "                    since (default 10000, as the pool; 0: never, the pool\n"
         "                    before the rescue)\n"
+        "  --rescue-order any|older  what the rescue asks of the stuck routee's work:\n"
+        "                    nothing more (default, as the pool) or that its oldest\n"
+        "                    job arrived before our own oldest (a what-if)\n"
         "  --older-ns N      with the rescue: at a look that rescues nothing, take one\n"
         "                    job of the routee watched when it runs jobs that are not\n"
         "                    tiny and its oldest job arrived N ns or more before our\n"
@@ -285,6 +288,10 @@ static bool parse_model_opt(sim_model *m, const char *a, const char *v)
         if (!v || (strcmp(v, "deepest") && strcmp(v, "two")))
             bad(a, v, "deepest or two");
         m->victim_two = !strcmp(v, "two");
+    } else if (!strcmp(a, "--rescue-order")) {
+        if (!v || (strcmp(v, "any") && strcmp(v, "older")))
+            bad(a, v, "any or older");
+        m->rescue_older = !strcmp(v, "older");
     } else if (!strcmp(a, "--older-ns"))
         m->older_ns = (int64_t)bench_parse_u64(a, v, 0, 100000000);
     else if (!strcmp(a, "--rescue-ns"))

@@ -56,6 +56,9 @@ typedef struct sim_model {
                             * it when it had jobs queued at the last look, still
                             * has, and finished none since (0: never; the pool:
                             * SIM_RESCUE_NS) */
+    bool rescue_older;     /* what-if: the rescue steals only when the watched
+                            * routee's oldest job arrived before the looker's own
+                            * oldest (FIFO across the two; the pool: any) */
     int64_t older_ns;      /* with the rescue: its age look takes one job of the
                             * routee watched when that job arrived older_ns or
                             * more before the looker's oldest (0: never; the

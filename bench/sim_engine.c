@@ -529,7 +529,8 @@ static bool rescue(sim *s, unsigned me, sjob *out, int64_t t)
         x->watch = (me + 1) % s->k;
     v = &s->r[x->watch];
     if (sim_rescue_steals(since, s->m->rescue_ns, x->watch_had, v->q.n > 0,
-                          v->done == x->watch_done)) {
+                          v->done == x->watch_done) &&
+        (!s->m->rescue_older || v->q.v[v->q.head].arr < x->q.v[x->q.head].arr)) {
         steal_from(s, me, x->watch, out, t, false);
         s->rescues++;
         return true;

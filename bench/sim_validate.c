@@ -66,7 +66,7 @@ typedef struct real_cell {
     double handover;
     double ideal_mean, ideal_p99;   /* the benchmark's zero-overhead simulation */
     /* Per 1000 jobs, medians over the runs: stolen, the rescue's looks,
-     * those that only watched, rescues, age takes (LK_*), measured (NaN
+     * those that only watched, rescues, age takes, measured (NaN
      * in files from before the sixteenth session) and replayed. */
     double looks[5], sim_looks[5];
     double run_p99[V_MAX_RUNS], run_mean[V_MAX_RUNS], run_p999[V_MAX_RUNS];

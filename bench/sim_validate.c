@@ -52,6 +52,10 @@
 #define V_MAX_LOADS 8
 #define TOLERANCE 0.20
 
+/* What real_cell.looks counts: stolen, looks, stale looks, rescues, age
+ * takes. */
+#define NLOOKS 5
+
 typedef struct real_cell {
     double load;
     sim_router router;
@@ -68,7 +72,7 @@ typedef struct real_cell {
     /* Per 1000 jobs, medians over the runs: stolen, the rescue's looks,
      * those that only watched, rescues, age takes, measured (NaN
      * in files from before the sixteenth session) and replayed. */
-    double looks[5], sim_looks[5];
+    double looks[NLOOKS], sim_looks[NLOOKS];
     double run_p99[V_MAX_RUNS], run_mean[V_MAX_RUNS], run_p999[V_MAX_RUNS];
     /* The replay of each run (simulate_cell). */
     double sim_run[V_MAX_RUNS][3]; /* mean, p99, p99.9 */
@@ -271,10 +275,10 @@ static bool parse_cell(real_cell *c, const char *s, const char *end, bool *skip,
         !num_after(sim, runs, "mean_us", &c->ideal_mean) ||
         !num_after(sim, runs, "p99_us", &c->ideal_p99))
         return false;
-    static const char *const look_keys[5] = {"stolen_per_1000", "looks_per_1000",
+    static const char *const look_keys[NLOOKS] = {"stolen_per_1000", "looks_per_1000",
                                              "stale_looks_per_1000", "rescues_per_1000",
                                              "age_takes_per_1000"};
-    for (int k = 0; k < 5; k++)
+    for (int k = 0; k < NLOOKS; k++)
         if (!num_after(med, sim, look_keys[k], &c->looks[k]) || c->looks[k] < 0)
             c->looks[k] = NAN;
     if (!num_after(med, sim, "handover_mean_us", &c->handover) || !(c->handover >= 0) ||
@@ -423,7 +427,7 @@ static int simulate_cell(sim_figures *out, const real_file *f, int li, real_cell
 {
     double means[V_MAX_RUNS], p99s[V_MAX_RUNS], disps[V_MAX_RUNS];
     double rmean[V_MAX_RUNS], rp99[V_MAX_RUNS];
-    double looks[5][V_MAX_RUNS];
+    double looks[NLOOKS][V_MAX_RUNS];
     size_t npaired = 0;
 
     for (int rep = 0; rep < f->reps; rep++) {
@@ -467,7 +471,7 @@ static int simulate_cell(sim_figures *out, const real_file *f, int li, real_cell
     out->mean = bench_median(means, (size_t)f->reps);
     out->p99 = bench_median(p99s, (size_t)f->reps);
     out->disp = bench_median(disps, (size_t)f->reps);
-    for (int k = 0; k < 5; k++)
+    for (int k = 0; k < NLOOKS; k++)
         rc->sim_looks[k] = bench_median(looks[k], (size_t)f->reps);
     out->paired_mean = npaired ? bench_median(rmean, npaired) : NAN;
     out->paired_p99 = npaired ? bench_median(rp99, npaired) : NAN;
@@ -538,7 +542,7 @@ static void print_looks(const real_file *f)
                    "| load | router | stolen | looks | watching only | rescues | age takes |\n"
                    "|---:|---|---:|---:|---:|---:|---:|\n");
         printf("| %.2f | %s |", c->load, c->key);
-        for (int k = 0; k < 5; k++)
+        for (int k = 0; k < NLOOKS; k++)
             printf(" %.1f / %.1f |", c->looks[k], c->sim_looks[k]);
         printf("\n");
     }

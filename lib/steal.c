@@ -482,6 +482,7 @@ bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out)
 {
     uint64_t run, vrun;
     int64_t now, since;
+    bool stale;
     rp_routee *v = r->watch;
 
     if (r->pool->n < 2) {
@@ -503,12 +504,14 @@ bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out)
     if (since < RP__RESCUE_NS)
         return false;
     r->watch_at = now;
+    /* Long after the last look: only watches (see the top). */
+    stale = since > 4 * RP__RESCUE_NS;
     rp__owner_add(&r->looks, 1);
-    if (since > 4 * RP__RESCUE_NS)
+    if (stale)
         rp__owner_add(&r->stale_looks, 1);
     if (v) {
         vrun = atomic_load_explicit(&v->run, memory_order_relaxed);
-        if (since <= 4 * RP__RESCUE_NS && r->watch_had && vrun == r->watch_run &&
+        if (!stale && r->watch_had && vrun == r->watch_run &&
             rp__mailbox_has_stealable(&v->mb) &&
             steal_from(r, v, rp__mailbox_depth(&v->mb), RP__STEAL_MAX, searching, out)) {
             rp__owner_add(&r->rescues, 1);

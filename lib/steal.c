@@ -222,12 +222,14 @@ static rp_routee *pick_victim(rp_routee *r, int64_t *depth)
 
 /* Steal a batch from victim (depth: its depth as read): half its depth,
  * at most `most`; run the first, keep the rest (counted in our depth),
- * and remember the victim.
+ * and remember the victim.  busy: a steal by a routee with work of its
+ * own (the rescue, the age look), whose own queue would wait behind
+ * anything it put back on its lane (below).
  * *searching: whether this routee was woken to steal (pool->searching
  * counts it); cleared here, before handing the search on, or wake_thief()
  * would see the search still running and wake nobody. */
 static bool steal_from(rp_routee *r, rp_routee *victim, int64_t depth, unsigned most,
-                       bool *searching, rp__job *out)
+                       bool busy, bool *searching, rp__job *out)
 {
     unsigned want, got, requeued = 0;
 
@@ -247,11 +249,15 @@ static bool steal_from(rp_routee *r, rp_routee *victim, int64_t depth, unsigned 
     if (victim == r->watch)
         r->watch_had = false; /* the work the rescue saw may be what we took */
     /* A whole record of tells brought more than our share (a grown one:
-     * lane.c, "Growing"): the rest goes on our own stealable lane, where
-     * the victim, once free, takes it back, instead of waiting behind us
-     * in the private batch (bulks of a batch stay whole: their submitter
-     * asked for them together). */
-    if (got > want && !(r->stolen[want].flags & RP__JOB_BATCH) &&
+     * lane.c, "Growing"): an idle thief puts the rest on its own stealable
+     * lane, where the victim, once free, takes it back, instead of waiting
+     * behind us in the private batch (bulks of a batch stay whole: their
+     * submitter asked for them together).  A busy thief keeps it all:
+     * there the rest would queue behind the thief's own backlog, and it
+     * is the victim's oldest work, the very jobs the rescue and the age
+     * look take because they waited (measured: design.md, "A busy
+     * thief's surplus"). */
+    if (!busy && got > want && !(r->stolen[want].flags & RP__JOB_BATCH) &&
         (requeued = rp__mailbox_requeue(&r->mb, &r->stolen[want], got - want)) != 0)
         got -= requeued;
     RP_PROBE4(steal, r->pool->name, r->index, victim->index, got);
@@ -289,7 +295,7 @@ bool rp__steal_batch(rp_routee *r, bool *searching, rp__job *out)
     int64_t depth;
     rp_routee *victim = pick_victim(r, &depth);
 
-    return victim && steal_from(r, victim, depth, steal_most(r), searching, out);
+    return victim && steal_from(r, victim, depth, steal_most(r), false, searching, out);
 }
 
 /* Ready: more than a young record (lane.c, "Growing"), which its
@@ -301,7 +307,7 @@ bool rp__steal_again(rp_routee *r, bool *searching, rp__job *out)
     if (!v)
         return false;
     if (!worth_stealing(v, sched_getcpu(), r->low_load) || rp__mailbox_young(&v->mb) ||
-        !steal_from(r, v, rp__mailbox_depth(&v->mb), steal_most(r), searching, out)) {
+        !steal_from(r, v, rp__mailbox_depth(&v->mb), steal_most(r), false, searching, out)) {
         r->last_victim = NULL;
         return false;
     }
@@ -513,12 +519,12 @@ bool rp__steal_rescue(rp_routee *r, bool *searching, rp__job *out)
         vrun = atomic_load_explicit(&v->run, memory_order_relaxed);
         if (!stale && r->watch_had && vrun == r->watch_run &&
             rp__mailbox_has_stealable(&v->mb) &&
-            steal_from(r, v, rp__mailbox_depth(&v->mb), RP__STEAL_MAX, searching, out)) {
+            steal_from(r, v, rp__mailbox_depth(&v->mb), RP__STEAL_MAX, true, searching, out)) {
             rp__owner_add(&r->rescues, 1);
             return true;
         }
         if (older_waits(r, v, vrun - r->watch_run, since) &&
-            steal_from(r, v, 1, 1, searching, out)) {
+            steal_from(r, v, 1, 1, true, searching, out)) {
             /* Still watched, from here: what it has left, should it make
              * no progress until the next look, is the rescue's then. */
             r->watch_run = vrun;

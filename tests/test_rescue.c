@@ -343,6 +343,92 @@ Test(rescue, a_look_long_after_the_last_still_takes_an_older_job)
     one_look(2 * RP__OLDER_NS, 1000 * RP__RESCUE_NS, 0, true, "a stale look left an older job");
 }
 
+/*
+ * A busy thief's surplus (lib/steal.c, steal_from).  Records are taken
+ * whole; four tells of one function from the test thread grow one record
+ * behind routee 0 (lib/lane.c, "Growing").  An idle thief puts what such a
+ * record brings beyond its share back on its own lane (test_thief,
+ * a_thief_requeues_what_a_whole_record_brought_beyond_its_share); the
+ * rescue and the age look keep all of it in the held batch, which runs
+ * before the looker's own work: back on its lane it would queue behind
+ * that work, though it is the stuck routee's oldest.
+ */
+static rp_pool *one_record_behind_0(void)
+{
+    rp_pool *pool = two_routees();
+
+    cr_assert_eq(rp_routee_tell(rp_pool_routee(pool, 1), gate_job, &g1), 0);
+    cr_assert(gate_wait_entered(&g1, 1, 5000), "routee 1 never reached its gate");
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(rp_pool_submit(pool, count_job, NULL), 0);
+    return pool;
+}
+
+/* After a busy take of the record (its first job run by the test, as
+ * routee 1): the other three wait in routee 1's held batch, none on its
+ * lane; freed, routee 0 finds nothing, and routee 1 runs all three. */
+static void kept_whole(rp_pool *pool)
+{
+    rp_routee *r1 = &pool->routees[1];
+
+    cr_assert_eq(atomic_load(&r1->stole), 4, "the record was taken whole");
+    cr_assert_eq(atomic_load(&r1->held_stolen), 3,
+                 "%lu of the record's other 3 jobs are held ahead of routee 1's own work",
+                 (unsigned long)atomic_load(&r1->held_stolen));
+    cr_assert_not(rp__mailbox_has_stealable(&r1->mb),
+                  "part of the record went back on routee 1's lane, behind its own work");
+    cr_assert_eq(rp__mailbox_depth(&r1->mb), 3);
+    cr_assert_eq(rp__mailbox_depth(&pool->routees[0].mb), 0);
+    uint64_t slept = atomic_load(&pool->routees[0].sleeps);
+    gate_open(&g0);
+    for (int i = 0; i < 5000 && atomic_load(&pool->routees[0].sleeps) == slept; i++)
+        sleep_ms(1);
+    cr_assert_gt(atomic_load(&pool->routees[0].sleeps), slept, "routee 0 never went to sleep");
+    gate_open(&g1);
+    cr_assert_eq(rp_pool_wait_idle(pool, 10000), 0, "%s", rp_errmsg());
+    cr_assert_eq(atomic_load(&ran), 4);
+    cr_assert_eq(atomic_load(&ran_on_1), 4, "routee 0 ran %d of the record's jobs",
+                 4 - atomic_load(&ran_on_1));
+    rp_pool_destroy(pool);
+    gate_destroy(&g0);
+    gate_destroy(&g1);
+}
+
+Test(rescue, a_rescue_keeps_all_of_a_whole_record_ahead_of_its_own_work)
+{
+    rp_pool *pool = one_record_behind_0();
+    rp_routee *r1 = &pool->routees[1];
+    uint64_t run0 = atomic_load(&pool->routees[0].run);
+    bool searching = false;
+    rp__job job;
+
+    /* Its share of a depth of 4 is 2; a stalled try only watches (as in
+     * work_waiting_since_the_last_look_behind_no_progress_is_stolen). */
+    for (int tries = 1;; tries++) {
+        int64_t t0 = rp__now_ns();
+
+        looked(r1, 2 * RP__RESCUE_NS, true, run0);
+        if (rp__steal_rescue(r1, &searching, &job))
+            break;
+        cr_assert_gt(rp__now_ns() - t0, 2 * RP__RESCUE_NS,
+                     "a look 2 RP__RESCUE_NS after the last did not rescue");
+        cr_assert_lt(tries, 20, "20 tries, each stalled over 2 RP__RESCUE_NS");
+    }
+    cr_assert_eq(atomic_load(&r1->rescues), 1);
+    run_as_1(r1, &job);
+    kept_whole(pool);
+}
+
+Test(rescue, the_age_look_keeps_all_of_a_whole_record_ahead_of_its_own_work)
+{
+    rp_pool *pool = one_record_behind_0();
+
+    date_jobs(pool, RP__OLDER_NS);
+    cr_assert(older_look(pool, 2 * RP__RESCUE_NS, 0), "a job RP__OLDER_NS older stayed");
+    cr_assert_eq(atomic_load(&pool->routees[1].olders), 1);
+    kept_whole(pool);
+}
+
 /* A routee that ran more than RP__OLDER_PACE jobs per RP__RESCUE_NS runs
  * tiny ones: no dating.  10^9 jobs since the look 20 us back: still tiny
  * after a stall of 10 minutes between setting the look up and making it

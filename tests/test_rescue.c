@@ -114,12 +114,19 @@ Test(rescue, a_busy_routee_takes_the_queue_of_a_routee_stuck_in_a_job)
 
 /* Both routees blocked, 4 jobs behind routee 0; the test looks for
  * routee 1. */
-static rp_pool *both_blocked(void)
+static rp_pool *blocked_in_both_gates(void)
 {
     rp_pool *pool = two_routees();
 
     cr_assert_eq(rp_routee_tell(rp_pool_routee(pool, 1), gate_job, &g1), 0);
     cr_assert(gate_wait_entered(&g1, 1, 5000), "routee 1 never reached its gate");
+    return pool;
+}
+
+static rp_pool *both_blocked(void)
+{
+    rp_pool *pool = blocked_in_both_gates();
+
     queue_behind_0(pool, 4);
     return pool;
 }
@@ -132,6 +139,25 @@ static void looked(rp_routee *r1, int64_t ago, bool had, uint64_t run)
     r1->watch_at = rp__now_ns() - ago;
     r1->watch_had = had;
     r1->watch_run = run;
+}
+
+/* A look RP__RESCUE_NS after one that saw routee 0 with work and `run0`
+ * jobs finished: it must rescue.  A VM stall of more than 2 RP__RESCUE_NS
+ * between looked() and the call makes the look stale (more than 4
+ * RP__RESCUE_NS after the previous: it only watches, and steals nothing);
+ * such a try is made again. */
+static void rescue_after_a_look(rp_routee *r1, uint64_t run0, bool *searching, rp__job *job)
+{
+    for (int tries = 1;; tries++) {
+        int64_t t0 = rp__now_ns();
+
+        looked(r1, 2 * RP__RESCUE_NS, true, run0);
+        if (rp__steal_rescue(r1, searching, job))
+            return;
+        cr_assert_gt(rp__now_ns() - t0, 2 * RP__RESCUE_NS,
+                     "a look 2 RP__RESCUE_NS after the last did not rescue");
+        cr_assert_lt(tries, 20, "20 tries, each stalled over 2 RP__RESCUE_NS");
+    }
 }
 
 /* What routee 1 does with the job a rescue handed it, done by the test
@@ -176,20 +202,8 @@ Test(rescue, work_waiting_since_the_last_look_behind_no_progress_is_stolen)
      * CI once met under ASan, cannot make the second one due.) */
     r1->watch_at = rp__now_ns() + 1000000000;
     cr_assert_not(rp__steal_rescue(r1, &searching, &job));
-    /* RP__RESCUE_NS later, no job finished: half of the 4 are stolen.  A
-     * VM stall of more than 2 RP__RESCUE_NS between looked() and the call
-     * makes the look stale (more than 4 RP__RESCUE_NS after the previous:
-     * it only watches, and steals nothing); such a try is made again. */
-    for (int tries = 1;; tries++) {
-        int64_t t0 = rp__now_ns();
-
-        looked(r1, 2 * RP__RESCUE_NS, true, run0);
-        if (rp__steal_rescue(r1, &searching, &job))
-            break;
-        cr_assert_gt(rp__now_ns() - t0, 2 * RP__RESCUE_NS,
-                     "a look 2 RP__RESCUE_NS after the last did not rescue");
-        cr_assert_lt(tries, 20, "20 tries, each stalled over 2 RP__RESCUE_NS");
-    }
+    /* RP__RESCUE_NS later, no job finished: half of the 4 are stolen. */
+    rescue_after_a_look(r1, run0, &searching, &job);
     cr_assert_eq(atomic_load(&r1->rescues), 1);
     cr_assert_eq(atomic_load(&r1->stole), 2);
     cr_assert_eq(rp__mailbox_depth(&pool->routees[0].mb), 2);
@@ -355,10 +369,8 @@ Test(rescue, a_look_long_after_the_last_still_takes_an_older_job)
  */
 static rp_pool *one_record_behind_0(void)
 {
-    rp_pool *pool = two_routees();
+    rp_pool *pool = blocked_in_both_gates();
 
-    cr_assert_eq(rp_routee_tell(rp_pool_routee(pool, 1), gate_job, &g1), 0);
-    cr_assert(gate_wait_entered(&g1, 1, 5000), "routee 1 never reached its gate");
     for (int i = 0; i < 4; i++)
         cr_assert_eq(rp_pool_submit(pool, count_job, NULL), 0);
     return pool;
@@ -402,18 +414,8 @@ Test(rescue, a_rescue_keeps_all_of_a_whole_record_ahead_of_its_own_work)
     bool searching = false;
     rp__job job;
 
-    /* Its share of a depth of 4 is 2; a stalled try only watches (as in
-     * work_waiting_since_the_last_look_behind_no_progress_is_stolen). */
-    for (int tries = 1;; tries++) {
-        int64_t t0 = rp__now_ns();
-
-        looked(r1, 2 * RP__RESCUE_NS, true, run0);
-        if (rp__steal_rescue(r1, &searching, &job))
-            break;
-        cr_assert_gt(rp__now_ns() - t0, 2 * RP__RESCUE_NS,
-                     "a look 2 RP__RESCUE_NS after the last did not rescue");
-        cr_assert_lt(tries, 20, "20 tries, each stalled over 2 RP__RESCUE_NS");
-    }
+    /* Its share of a depth of 4 is 2. */
+    rescue_after_a_look(r1, run0, &searching, &job);
     cr_assert_eq(atomic_load(&r1->rescues), 1);
     run_as_1(r1, &job);
     kept_whole(pool);

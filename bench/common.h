@@ -82,6 +82,13 @@ static inline double bench_unit(uint64_t *x)
     return ((double)(bench_splitmix64(x) >> 11) + 1.0) * 0x1.0p-53;
 }
 
+/* n per 1,000 of jobs (0 without jobs): the benchmarks' steal, sleep and
+ * look counts. */
+static inline double bench_per_1000(uint64_t n, uint64_t jobs)
+{
+    return jobs ? 1000.0 * (double)n / (double)jobs : 0;
+}
+
 /** The pool's steal size, as lib/ implements it and both simulators
  *  (sojourn's zero-overhead replay, rp-bench-sim) model it: a thief takes
  *  half the victim's depth, at least 1 and at most BENCH_STEAL_MAX

@@ -444,8 +444,8 @@ static round_out run_round(int side, int c, unsigned gap_ms)
     check_ran(l, c);
     counters(l, g.pools[side][c], &sleeps1, &stole1);
     out = (round_out){.ns = (double)(t1 - t0) / (double)g.jobs,
-                      .sleeps = 1000.0 * (double)(sleeps1 - sleeps0) / (double)g.jobs,
-                      .stolen = 1000.0 * (double)(stole1 - stole0) / (double)g.jobs};
+                      .sleeps = bench_per_1000(sleeps1 - sleeps0, g.jobs),
+                      .stolen = bench_per_1000(stole1 - stole0, g.jobs)};
     {
         uint64_t sum = 0;
 

@@ -827,12 +827,6 @@ static void on_routee(sim *s, ev e)
     }
 }
 
-/* n per 1000 of jobs (0 without jobs). */
-static double per_1000(uint64_t n, uint64_t jobs)
-{
-    return jobs ? 1000.0 * (double)n / (double)jobs : 0;
-}
-
 static void fill_result(sim_result *out, const sim *s, uint64_t jobs)
 {
     out->mean = s->soj.count ? s->soj.sum / (double)s->soj.count / 1e3 : 0;
@@ -841,11 +835,11 @@ static void fill_result(sim_result *out, const sim *s, uint64_t jobs)
     out->p999 = h_pct(&s->soj, 0.999) / 1e3;
     out->disp_mean = s->disp.count ? s->disp.sum / (double)s->disp.count / 1e3 : 0;
     out->disp_p99 = h_pct(&s->disp, 0.99) / 1e3;
-    out->stolen_per_1000 = per_1000(s->stolen, jobs);
-    out->looks_per_1000 = per_1000(s->looks, jobs);
-    out->stale_per_1000 = per_1000(s->stale_looks, jobs);
-    out->rescues_per_1000 = per_1000(s->rescues, jobs);
-    out->age_takes_per_1000 = per_1000(s->age_takes, jobs);
+    out->stolen_per_1000 = bench_per_1000(s->stolen, jobs);
+    out->looks_per_1000 = bench_per_1000(s->looks, jobs);
+    out->stale_per_1000 = bench_per_1000(s->stale_looks, jobs);
+    out->rescues_per_1000 = bench_per_1000(s->rescues, jobs);
+    out->age_takes_per_1000 = bench_per_1000(s->age_takes, jobs);
     if (s->half_n[0] && s->half_n[1] && s->half_sum[0] > 0)
         out->drift = (s->half_sum[1] / (double)s->half_n[1]) /
                      (s->half_sum[0] / (double)s->half_n[0]) - 1;

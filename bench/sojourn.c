@@ -168,14 +168,11 @@ static int64_t run_one(double *st, const config *cfg, enum variant v,
     cpu = generate_all(cfg);
     gen_end = bench_now_ns();
     counts = sched_finish(&s);
-    {
-        const double per_1000 = 1000.0 / (double)w->n;
-        st[S_STEAL] = (double)counts.stole * per_1000;
-        st[S_LOOKS] = (double)counts.looks * per_1000;
-        st[S_STALE] = (double)counts.stale_looks * per_1000;
-        st[S_RESCUE] = (double)counts.rescues * per_1000;
-        st[S_AGE] = (double)counts.age_takes * per_1000;
-    }
+    st[S_STEAL] = bench_per_1000(counts.stole, w->n);
+    st[S_LOOKS] = bench_per_1000(counts.looks, w->n);
+    st[S_STALE] = bench_per_1000(counts.stale_looks, w->n);
+    st[S_RESCUE] = bench_per_1000(counts.rescues, w->n);
+    st[S_AGE] = bench_per_1000(counts.age_takes, w->n);
     run_stats(st, cfg, w, b, t0);
     st[S_GENCPU] = (double)cpu / (double)(gen_end - t0);
     st[S_HOOK] = (double)atomic_load(&feed.by_routee) / (double)w->n;

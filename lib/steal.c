@@ -323,7 +323,8 @@ bool rp__steal_again(rp_routee *r, bool *searching, rp__job *out)
  * RP__RESCUE_NS: when that routee had stealable work at the last look,
  * still has, and finished no job since, the work queued then has waited
  * at least RP__RESCUE_NS behind a routee making no progress, and is
- * stolen (the oldest first, half the depth, as any steal).  One routee's
+ * stolen (the oldest first, half the depth, as any steal, but all of a
+ * whole record it brings: steal_from's busy).  One routee's
  * lines per look, never a scan: a pool of n routees watches each in turn.
  * A look more than 4 RP__RESCUE_NS after the last (this routee slept or
  * ran a long job) only watches: the work seen then may be gone and what
